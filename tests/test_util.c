@@ -1,0 +1,39 @@
+#include "test_util.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *hy_test_data_path(const char *rel) {
+    const char *dir = getenv("HYLA_DATA_DIR");
+    if (!dir) dir = "tests/data";
+    size_t n = strlen(dir) + strlen(rel) + 2;
+    char *p = malloc(n);
+    if (p) snprintf(p, n, "%s/%s", dir, rel);
+    return p;
+}
+
+unsigned char *hy_test_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    if (fseek(f, 0, SEEK_END) != 0) { fclose(f); return NULL; }
+    long sz = ftell(f);
+    if (sz < 0) { fclose(f); return NULL; }
+    rewind(f);
+    unsigned char *buf = malloc((size_t)sz + 1);
+    if (buf && fread(buf, 1, (size_t)sz, f) != (size_t)sz) { free(buf); buf = NULL; }
+    fclose(f);
+    if (buf) { buf[sz] = 0; if (len) *len = (size_t)sz; }
+    return buf;
+}
+
+double hy_test_max_abs_diff(const float *a, const float *b, size_t n) {
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (isnan(d)) return INFINITY;
+        if (d > m) m = d;
+    }
+    return m;
+}

@@ -1,0 +1,16 @@
+/* Helpers shared by the C tests: fixture paths, file loading, float comparison. */
+#ifndef HY_TEST_UTIL_H
+#define HY_TEST_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* $HYLA_DATA_DIR (set by CTest) joined with rel; static buffer per call site is not
+ * used: the result is malloc'd, caller frees. */
+char *hy_test_data_path(const char *rel);
+/* Reads a whole file; returns malloc'd bytes (NUL-terminated) or NULL. */
+unsigned char *hy_test_read_file(const char *path, size_t *len);
+/* max |a[i]-b[i]| over n floats (NaN anywhere -> INFINITY). */
+double hy_test_max_abs_diff(const float *a, const float *b, size_t n);
+
+#endif
