@@ -125,6 +125,13 @@ __attribute__((unused)) static int stw_write_text(const char *path, const char *
     return fclose(f);
 }
 
+__attribute__((unused)) static int stw_write_bytes(const char *path, const void *data, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (!f) return -1;
+    fwrite(data, 1, n, f);
+    return fclose(f);
+}
+
 __attribute__((unused)) static char *stw_tmpdir(void) {
     const char *base = getenv("TMPDIR");
     char tmpl[512];
