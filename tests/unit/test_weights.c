@@ -288,6 +288,16 @@ static void test_binding_errors(void **st) {
     expect_load_error(w, cfg, "tensor \"model.layers.0.input_layernorm.weight\" is unexpected");
     free(w);
 
+    /* a 1-byte tensor first shifts every later one off its element alignment */
+    w = make_ckpt(&o);
+    memmove(&w->t[1], &w->t[0], (size_t)w->n * sizeof w->t[0]);
+    w->n++;
+    memset(&w->t[0], 0, sizeof w->t[0]);
+    snprintf(w->t[0].name, sizeof w->t[0].name, "model.visual.pad");
+    w->t[0].dtype = HY_DTYPE_U8, w->t[0].ndim = 1, w->t[0].shape[0] = 1;
+    expect_load_error(w, cfg, "embed_tokens.weight\": data is not aligned to its element size");
+    free(w);
+
     /* incomplete MTP head */
     w = make_ckpt(&o);
     stw_remove(w, "mtp.norm.weight");
