@@ -16,6 +16,8 @@
 #include <utf8proc.h>
 
 enum { TOKF_USED = 1, TOKF_ADDED = 2, TOKF_SPECIAL = 4 };
+/* Ids are array indices; real vocabularies stay far below this (Qwen3.6: 248,077). */
+#define MAX_ID (1 << 24)
 
 typedef struct {
     int32_t id;
@@ -158,10 +160,10 @@ static int load_model(hy_tokenizer *t, json_t *model, const char *what, hy_err *
     json_t *val;
     int64_t max_id = -1;
     json_object_foreach(vocab, key, val) {
-        if (!json_is_integer(val) || json_integer_value(val) < 0 || json_integer_value(val) >= INT32_MAX / 2) {
+        if (!json_is_integer(val) || json_integer_value(val) < 0 || json_integer_value(val) >= MAX_ID) {
             char p[200];
             snprintf(p, sizeof p, "model.vocab[\"%.120s\"]", key);
-            return bad(err, HY_E_INVALID, what, p, "id must be an integer in [0, 2^30)");
+            return bad(err, HY_E_INVALID, what, p, "id must be an integer in [0, 2^24)");
         }
         if (json_integer_value(val) > max_id) max_id = json_integer_value(val);
     }
@@ -286,8 +288,8 @@ static int load_added(hy_tokenizer *t, json_t *root, const char *what, hy_err *e
         snprintf(path, sizeof path, "added_tokens[%zu]", i);
         json_t *jid = json_object_get(o, "id"), *jc = json_object_get(o, "content");
         if (!json_is_object(o) || !json_is_integer(jid) || json_integer_value(jid) < 0 ||
-            json_integer_value(jid) >= INT32_MAX / 2 || !json_is_string(jc) || json_string_length(jc) == 0) {
-            rc = bad(err, HY_E_INVALID, what, path, "expected {\"id\": integer >= 0, \"content\": non-empty string, ...}");
+            json_integer_value(jid) >= MAX_ID || !json_is_string(jc) || json_string_length(jc) == 0) {
+            rc = bad(err, HY_E_INVALID, what, path, "expected {\"id\": integer in [0, 2^24), \"content\": non-empty string, ...}");
             break;
         }
         added_tok *a = &v[i];
