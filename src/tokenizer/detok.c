@@ -38,7 +38,7 @@ static int release(hy_detok *d, bool final, const char **text, size_t *len, hy_e
     d->out.n = 0;
     size_t used = hy_utf8_lossy((const uint8_t *)d->pending.p, d->pending.n, final, &d->out);
     if (used == (size_t)-1 || hy_tokbuf_reserve(&d->out, 1)) return hy_err_set(err, HY_E_NOMEM, "out of memory");
-    memmove(d->pending.p, d->pending.p + used, d->pending.n - used);
+    if (used && used < d->pending.n) memmove(d->pending.p, d->pending.p + used, d->pending.n - used);
     d->pending.n -= used;
     d->out.p[d->out.n] = 0;
     *text = d->out.p;

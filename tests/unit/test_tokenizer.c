@@ -155,7 +155,7 @@ static int run_golden(const hy_tokenizer *t, const char *golden_rel, const char 
             assert_int_equal(hy_tokenizer_decode(t, ids, n, false, &txt, &tl, &err), 0);
             assert_int_equal(hy_nfc_append(L.s[i], L.len[i], &nfc), 0);
             n_rt++;
-            if (tl == nfc.n && !memcmp(txt, nfc.p, tl)) ok_rt++;
+            if (tl == nfc.n && (tl == 0 || !memcmp(txt, nfc.p, tl))) ok_rt++;
             else fprintf(stderr, "ROUNDTRIP %s line %zu differs\n", name, i);
             free(txt);
             free(nfc.p);
@@ -355,7 +355,7 @@ static void check_stream(const hy_tokenizer *t, const int32_t *ids, size_t n, bo
     size_t fl = 0;
     assert_int_equal(hy_tokenizer_decode(t, ids, n, skip, &full, &fl, &err), 0);
     assert_int_equal(acc.n, fl);
-    assert_memory_equal(acc.p, full, fl);
+    if (fl) assert_memory_equal(acc.p, full, fl);
     free(full);
     free(acc.p);
     hy_detok_free(d);
