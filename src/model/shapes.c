@@ -94,14 +94,14 @@ static void shape_tiny(hy_model_shape *s) {
     hp->linear_num_value_heads = 6;
     hp->linear_key_head_dim = hp->linear_value_head_dim = 32;
     hp->tie_word_embeddings = false;
-    hp->bos_token_id = hp->eos_token_id = 510;
+    hp->bos_token_id = hp->eos_token_id = 440; /* the ids of the tiny tokenizer in tests/data/models */
     s->qwen36 = true;
     s->gdn_f32_params = true;
     s->vision = (hy_vision_shape){.depth = 1, .hidden_size = 16, .intermediate_size = 32, .num_heads = 2,
                                   .out_hidden_size = 48, .patch_size = 2, .num_position_embeddings = 16,
                                   .spatial_merge_size = 2, .temporal_patch_size = 2};
     snprintf(s->transformers_version, sizeof s->transformers_version, "4.57.1");
-    s->gen_eos[0] = 511, s->gen_eos[1] = 510;
+    s->gen_eos[0] = 442, s->gen_eos[1] = 440;
     s->gen_temperature = 0.6;
 }
 

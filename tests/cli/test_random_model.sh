@@ -45,6 +45,14 @@ grep -q "status *OK" "$tmp/i.txt" || fail "inspect tiny bf16 status: $(grep stat
 grep -q "dtypes *F32 12 (912 B) BF16 112" "$tmp/i.txt" || fail "tiny bf16 dtypes: $(grep dtypes "$tmp/i.txt")"
 "$HYLA_BIN" inspect "$out" --json >"$tmp/i.json" 2>/dev/null || fail "inspect --json tiny bf16"
 
+# the special-token ids follow the tiny fixture models (so their tokenizer files fit)
+fixture=$DATA/models/tiny-mm/generation_config.json
+if [ -f "$fixture" ]; then
+  ids() { tr -d ' \n' <"$1" | grep -o '"\(bos\|pad\)_token_id":[0-9]*\|"eos_token_id":\[[0-9,]*\]' | sort; }
+  [ "$(ids "$out/generation_config.json")" = "$(ids "$fixture")" ] ||
+    fail "tiny token ids $(ids "$out/generation_config.json" | tr '\n' ' ') differ from the fixture's $(ids "$fixture" | tr '\n' ' ')"
+fi
+
 # --- determinism
 "$HYLA_BIN" random-model --shape tiny --out "$tmp/tiny_again" --seed 3 >/dev/null 2>&1 || fail "tiny again"
 cmp -s "$out/model.safetensors" "$tmp/tiny_again/model.safetensors" || fail "same seed gave different files"
