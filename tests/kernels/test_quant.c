@@ -5,7 +5,8 @@
  *  - fp8: |w - deq| <= half an e4m3 step at |w|/s, times s (relative 2^-4 for normals, absolute
  *    2^-10·s in the subnormal range), s = amax/448 of the block;
  *  - q8: |w - deq| <= e/2·(1 + 2^-20), e = d·h the group step (e <= amax/127·(1 + 2^-11));
- *  - q4: <= e/2, except the one clamped level (+8 -> 7) which may be off by a full step.
+ *  - q4: <= amax/8 (one nominal step): the least-squares scale may be up to 8/7 of amax/8
+ *    and may leave an element outside [-8, 7]·e, clamped.
  * RMS errors relative to the group's amax are printed. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -152,8 +153,8 @@ static void test_roundtrip(void **st) {
                     const double ns = e / step;
                     if (ns > worst_steps && !(r == 7 && g == 0)) worst_steps = ns;
                     if (r == 7 && g == 0) continue;
-                    if (q4 && ns > 0.5 + 1e-3) {
-                        clamped++;
+                    if (q4) { /* the fitted scale may exceed amax/8 by up to 8/7, or clamp an element */
+                        if (ns > 0.5 * 8.0 / 7.0 + 1e-3) clamped++;
                         assert_true(ns <= 1.0 + 1e-3);
                     } else assert_true(ns <= 0.5 + 1e-3);
                     rms_rel += (e / amax) * (e / amax);

@@ -8,14 +8,15 @@
  * precision (subnormals) for groups ~2^14 times smaller than the row's largest, whose products
  * are negligible in the row's sum. Quantization uses the scale exactly as stored (d·h), so the
  * round trip error is at most half a step of that scale.
- * Q4 is symmetric with 16 levels: the group's element of largest magnitude maps to -8 (one
- * more level than ±7), the others round to the nearest of [-8, 7].
+ * Q4 is symmetric with 16 levels [-8, 7]; the group scale minimises the squared error over a
+ * few candidates (q4_group_scale) instead of only mapping the extreme element to -8.
  */
 #include "kernels/matmul.h"
 
 #include "base/fp.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 uint8_t hy_fp8_e4m3_encode(float f) {
@@ -53,6 +54,48 @@ int hy_fp8_quant_rows(const float *w, int nr, int cols, int bs1, uint8_t *out, f
     return bad;
 }
 
+/* Σ (w - d·q)² with q = clamp(round(w/d), -8, 7), and the sums Σ w·q, Σ q² of that assignment. */
+static float q4_eval(const float *w, int n, float d, float *swq, float *sqq) {
+    const float id = 1.0f / d;
+    float err = 0.0f, a = 0.0f, b = 0.0f;
+    for (int i = 0; i < n; i++) {
+        float q = w[i] * id;
+        q = q < -8.5f ? -8.5f : q > 7.5f ? 7.5f : q;
+        q = (q + 0x1.8p23f) - 0x1.8p23f;
+        q = q < -8.0f ? -8.0f : q > 7.0f ? 7.0f : q;
+        const float r = w[i] - d * q;
+        err += r * r;
+        a += w[i] * q;
+        b += q * q;
+    }
+    *swq = a;
+    *sqq = b;
+    return err;
+}
+
+/* The Q4 scale of a group: from a few starting points (the extreme element at -8, -7 or +7),
+ * one least-squares refinement each (d = Σwq / Σq² for the rounded assignment, then
+ * re-rounded); the candidate with the smallest squared error wins. 0 for an all-zero group. */
+static float q4_group_scale(const float *w, int n) {
+    float amax = 0.0f, m = 0.0f;
+    for (int i = 0; i < n; i++)
+        if (fabsf(w[i]) > amax) amax = fabsf(w[i]), m = w[i];
+    if (amax == 0.0f) return 0.0f;
+    static const float starts[] = {-8.0f, -7.0f, 7.0f};
+    float best_d = m / -8.0f, best_e = INFINITY;
+    for (size_t s = 0; s < sizeof starts / sizeof starts[0]; s++) {
+        float d = m / starts[s], a, b;
+        float e = q4_eval(w, n, d, &a, &b);
+        if (e < best_e) best_e = e, best_d = d;
+        if (b > 0.0f && a != 0.0f) {
+            d = a / b;
+            e = q4_eval(w, n, d, &a, &b);
+            if (e < best_e) best_e = e, best_d = d;
+        }
+    }
+    return best_d;
+}
+
 int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *data, uint16_t *gscale,
                     float *scale) {
     const int G = hy_q_groups(cols);
@@ -61,6 +104,8 @@ int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *da
     unsigned char *blk = (unsigned char *)data + (size_t)b * G * R;
     uint16_t *hs = gscale + (size_t)b * G * HY_Q_ROWS;
     int bad = 0;
+    float *dgs = malloc(sizeof(float) * (size_t)G);
+    if (!dgs) return -1;
     /* padding first: value 0 everywhere */
     memset(blk, q4 ? 0x88 : 0x80, (size_t)G * R);
     memset(hs, 0, (size_t)G * HY_Q_ROWS * sizeof *hs);
@@ -74,22 +119,22 @@ int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *da
         /* group scales, then the row scale */
         for (int g = 0; g < G; g++) {
             const int k0 = g * HY_Q_GROUP, n = cols - k0 < HY_Q_GROUP ? cols - k0 : HY_Q_GROUP;
-            float amax = 0.0f;
-            for (int i = 0; i < n; i++)
-                if (fabsf(row[k0 + i]) > amax) amax = fabsf(row[k0 + i]);
-            const float dg = q4 ? amax / 8.0f : amax / 127.0f;
-            if (dg > dmax) dmax = dg;
+            float dg;
+            if (q4) dg = q4_group_scale(row + k0, n);
+            else {
+                float amax = 0.0f;
+                for (int i = 0; i < n; i++)
+                    if (fabsf(row[k0 + i]) > amax) amax = fabsf(row[k0 + i]);
+                dg = amax / 127.0f;
+            }
+            dgs[g] = dg;
+            if (fabsf(dg) > dmax) dmax = fabsf(dg);
         }
         scale[b * HY_Q_ROWS + j] = dmax;
         if (dmax == 0.0f) continue;
         for (int g = 0; g < G; g++) {
             const int k0 = g * HY_Q_GROUP, n = cols - k0 < HY_Q_GROUP ? cols - k0 : HY_Q_GROUP;
-            float amax = 0.0f, m = 0.0f;
-            for (int i = 0; i < n; i++)
-                if (fabsf(row[k0 + i]) > amax) amax = fabsf(row[k0 + i]), m = row[k0 + i];
-            /* Q4: the extreme element maps to -8, so the scale carries the opposite sign */
-            const float dg = q4 ? m / -8.0f : amax / 127.0f;
-            const uint16_t h = hy_f32_to_f16(dg / dmax);
+            const uint16_t h = hy_f32_to_f16(dgs[g] / dmax);
             hs[(size_t)g * HY_Q_ROWS + j] = h;
             const float e = dmax * hy_f16_to_f32(h);
             unsigned char *rec = blk + (size_t)g * R;
@@ -110,5 +155,6 @@ int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *da
             }
         }
     }
+    free(dgs);
     return bad;
 }
