@@ -63,6 +63,21 @@ static void test_fp8_encoder(void **st) {
         n++;
     }
     printf("fp8 encoder: %ld values equal to the reference\n", n);
+
+    /* the block quantizer's vectorised encoding == the scalar encoder of w / s, element for
+     * element, over values spanning the subnormal, normal and saturating ranges and ties */
+    enum { R = 3, C = 389 };
+    float w[R * C], sc[4];
+    uint8_t q[R * C];
+    for (int i = 0; i < R * C; i++) {
+        const double mag = pow(2.0, urand() * 30 - 20);
+        w[i] = (float)((i % 2 ? -1 : 1) * mag);
+        if (i % 11 == 0) w[i] = (float)((i % 4) * 0x1p-9 * 3.0); /* exact multiples: subnormal ties */
+    }
+    w[7] = 1e30f;
+    assert_int_equal(hy_fp8_quant_rows(w, R, C, 128, q, sc), 0);
+    for (int r = 0; r < R; r++)
+        for (int k = 0; k < C; k++) assert_int_equal(q[r * C + k], hy_fp8_e4m3_encode(w[r * C + k] / sc[k / 128]));
 }
 
 /* Builds a q8/q4/fp8 matrix of rows x cols from w and returns its rows as fp32. */
