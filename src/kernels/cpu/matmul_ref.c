@@ -21,7 +21,7 @@
 /* Largest token block the SIMD GEMMs keep quantized/converted at once, and the float GEMM's
  * fixed buffers (see matmul_simd.inc, which asserts against these numbers). */
 #define SCRATCH_Q_TOKENS 32
-#define SCRATCH_F_BYTES (256u * 1024u)
+#define SCRATCH_F_BYTES (1024u * 1024u)
 
 const char *hy_wfmt_name(hy_wfmt f) {
     switch (f) {
