@@ -5,7 +5,9 @@
  *    from DRAM, never from the 32 MiB L3;
  *  - prefill GEMM (T = 512): GFLOP/s (2·rows·cols·T) as a fraction of the matching peak: fp32 FMA
  *    for float weights with fp32 activations, vdpbf16ps for bf16 activations (--fast-prefill),
- *    vpdpbusd (int8) for q8 / q4 (ops counted the same way, 2 per multiply-add).
+ *    vpdpbusd (int8) for q8 / q4 (ops counted the same way, 2 per multiply-add); on tiers without
+ *    those instructions bf16 activations are measured against the fp32 FMA peak and int8 has no
+ *    fraction (n/a).
  * Shapes: Qwen3.5-0.8B MLP (1024x3584, 3584x1024), lm_head (248320x1024), Qwen3.6-27B MLP
  * (5120x17408, 17408x5120); rows x cols = out x in. 1 and 2 threads, rows split as the forward
  * pass splits them (hy_fwd_rows: balanced, multiples of the row tile). Each figure is the best
@@ -479,11 +481,13 @@ int main(int argc, char **argv) {
                     if (wall < best_wall) best_wall = wall;
                 }
                 const double gf = flop / best / 1e9;
-                const bool q = f == HY_WFMT_Q8 || f == HY_WFMT_Q4;
-                const double peak = q ? rf[ti].int8_gops : pcfg[ci].act == HY_ACT_BF16 && rf[ti].bf16_gf > 0
-                                                               ? rf[ti].bf16_gf
-                                                               : rf[ti].fma_gf;
-                printf("   %7.1f %5.2f %7.1f %7.1f", gf, peak > 0 ? gf / peak : 0.0, flop / best_wall / 1e9, best * 1e3);
+                /* the peak of the instruction the tier uses: avx512 has bf16 and int8 dot products;
+                 * other tiers multiply in fp32 (bf16 activations) or have no measured int8 peak */
+                const bool q = f == HY_WFMT_Q8 || f == HY_WFMT_Q4, z = k.isa == HY_ISA_AVX512;
+                const double peak = q ? (z ? rf[ti].int8_gops : 0)
+                                      : pcfg[ci].act == HY_ACT_BF16 && z ? rf[ti].bf16_gf : rf[ti].fma_gf;
+                if (peak > 0) printf("   %7.1f %5.2f %7.1f %7.1f", gf, gf / peak, flop / best_wall / 1e9, best * 1e3);
+                else printf("   %7.1f   n/a %7.1f %7.1f", gf, flop / best_wall / 1e9, best * 1e3);
             }
             printf("\n");
             fflush(stdout);
