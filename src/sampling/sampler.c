@@ -128,11 +128,13 @@ static int argmax(const float *x, int n) {
     return best;
 }
 
-/* Copies logits, replaces NaN by -inf (a broken row must not poison the draw)
- * and applies the penalties. */
+/* Copies logits, replaces NaN by -inf (a broken row must not poison the draw),
+ * adds the logit bias and applies the penalties. */
 static void penalised_copy(hy_sampler *s, const float *logits, int n, const hy_sampling_params *p,
                            const hy_token_counts *tc) {
     for (int i = 0; i < n; i++) s->work[i] = isnan(logits[i]) ? -INFINITY : logits[i];
+    for (int i = 0; i < p->n_bias; i++)
+        if (p->bias_ids[i] >= 0 && p->bias_ids[i] < n) s->work[p->bias_ids[i]] += p->bias_values[i];
     if (tc) hy_penalties_apply(s->work, n, tc, p->repetition_penalty, p->frequency_penalty, p->presence_penalty);
 }
 

@@ -2,7 +2,7 @@
  * Token sampling: logits processors (penalties, temperature, top-k, top-p,
  * min-p), the draw itself and logprobs.
  *
- * Order (as HF generate's processors): penalties -> temperature -> top-k ->
+ * Order (as HF generate's processors): logit_bias -> penalties -> temperature -> top-k ->
  * top-p -> min-p -> draw. Temperature 0 is greedy (argmax, ties -> lowest id).
  * Logits at ids >= n_valid (the padded rows of the LM head beyond the
  * tokenizer's vocabulary) are never candidates and do not enter logprobs.
@@ -38,6 +38,11 @@ typedef struct hy_sampling_params {
     float frequency_penalty;  /* 0 = off */
     float repetition_penalty; /* > 0; 1 = off */
     uint64_t seed;
+    /* logit_bias: added to the raw logits before everything else. The arrays
+     * are borrowed (owned by the request), n_bias entries each. */
+    int n_bias;
+    const int32_t *bias_ids;
+    const float *bias_values;
 } hy_sampling_params;
 
 /* Neutral parameters: temperature 1, every filter and penalty off. */

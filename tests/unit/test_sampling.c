@@ -169,6 +169,15 @@ static void test_penalties(void **st) {
     double pr[4] = {e0 / z, e1 / z, e0 / z, e3 / z};
     expect_dist(s, raw, 4, &p, &tc, 4, ids, pr, 1e-12);
     assert_true(raw[0] == 2.0f); /* caller's logits untouched */
+    /* logit_bias comes before the penalties: +2 on id 1 -> (-2+2)*2 = 0 */
+    int32_t bid[1] = {1};
+    float bval[1] = {2.0f};
+    p.n_bias = 1;
+    p.bias_ids = bid;
+    p.bias_values = bval;
+    z = 2 * e0 + 1.0 + e3;
+    double pr2[4] = {e0 / z, 1.0 / z, e0 / z, e3 / z};
+    expect_dist(s, raw, 4, &p, &tc, 4, ids, pr2, 1e-12);
     hy_sampler_free(s);
     hy_token_counts_release(&tc);
 }
