@@ -677,6 +677,14 @@ built:
     }
 }
 
+static void publish_gauges(hy_engine *e, int n_wait) {
+    pthread_mutex_lock(&e->stats_mu);
+    e->stats.running_requests = e->n_running;
+    e->stats.waiting_requests = n_wait;
+    e->stats.running_seqs = e->n_slots - e->n_free;
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
 static void *engine_main(void *arg) {
     hy_engine *e = arg;
     pthread_mutex_lock(&e->mu);
@@ -727,13 +735,11 @@ static void *engine_main(void *arg) {
             if (abort_all || atomic_load(&r->cancel)) abort_request(e, r, HY_FINISH_ABORT, NULL);
             else i++;
         }
-        pthread_mutex_lock(&e->stats_mu);
-        e->stats.running_requests = e->n_running;
-        e->stats.waiting_requests = n_wait;
-        e->stats.running_seqs = e->n_slots - e->n_free;
-        pthread_mutex_unlock(&e->stats_mu);
-
-        if (e->n_running > 0) step(e);
+        publish_gauges(e, n_wait);
+        if (e->n_running > 0) {
+            step(e);
+            publish_gauges(e, n_wait);
+        }
 
         pthread_mutex_lock(&e->mu);
         if (e->n_running == 0) {
