@@ -43,7 +43,7 @@ typedef struct hy_hparams {
     int head_dim;             /* Dh */
     bool attn_output_gate;
     double rope_theta;
-    float partial_rotary_factor;
+    double partial_rotary_factor; /* double as in Python, so int(Dh*factor) rounds the same way */
     char rope_type[32];
     int mrope_section[3];
     bool mrope_interleaved;
@@ -84,5 +84,13 @@ int64_t hy_hp_kv_bytes_per_token(const hy_hparams *hp, int elem_bytes);
 int64_t hy_hp_gdn_state_bytes(const hy_hparams *hp);
 /* conv state bytes per sequence over all GDN layers for an element size. */
 int64_t hy_hp_gdn_conv_bytes(const hy_hparams *hp, int elem_bytes);
+/* Parameters of one decoder layer of the given type (norms included). */
+int64_t hy_hp_layer_params(const hy_hparams *hp, hy_layer_type t);
+/* True when every derived size above fits in int64 with room to spare
+ * (config.c rejects configs for which this is false, so the functions above
+ * never overflow on a loaded config). */
+bool hy_hp_sizes_fit(const hy_hparams *hp);
+/* "linear_attention" / "full_attention" (HF spelling). */
+const char *hy_layer_type_name(hy_layer_type t);
 
 #endif

@@ -1,0 +1,44 @@
+/*
+ * Persistent compute thread pool (pthreads + C11 atomics), ggml style: a job is
+ * one function fn(ctx, ith, nth) run by all nth threads at once (the caller is
+ * thread 0), with hy_threadpool_barrier() between phases inside the job.
+ *
+ * Threading rules: one thread (the engine thread) owns a pool and is the only
+ * one that calls hy_threadpool_run; jobs never nest. hy_threadpool_barrier may
+ * only be called from inside a job, by every thread of that job the same number
+ * of times. Idle workers block on a condition variable (an idle server burns no
+ * CPU); inside a job, waits spin briefly and then yield, because a job's phases
+ * are short and the machine may be shared.
+ *
+ * Why this shape: splitting work by output rows with a fixed per-element
+ * algorithm makes results independent of the thread count (bit for bit), and a
+ * single job per forward step keeps the number of wake-ups at one per step.
+ */
+#ifndef HY_BASE_THREADPOOL_H
+#define HY_BASE_THREADPOOL_H
+
+#include "base/error.h"
+
+typedef struct hy_threadpool hy_threadpool;
+typedef void (*hy_job_fn)(void *ctx, int ith, int nth);
+
+/* n_threads >= 1 (the caller counts as one; n_threads-1 workers are started). */
+int hy_threadpool_create(hy_threadpool **out, int n_threads, hy_err *err);
+void hy_threadpool_free(hy_threadpool *tp);
+int hy_threadpool_size(const hy_threadpool *tp);
+
+/* Runs fn(ctx, ith, nth) on every thread; returns when all have returned. */
+void hy_threadpool_run(hy_threadpool *tp, hy_job_fn fn, void *ctx);
+
+/* Inside a job: waits until all nth threads reached the barrier. Everything
+ * written before the barrier is visible to every thread after it. */
+void hy_threadpool_barrier(hy_threadpool *tp);
+
+/* The [*i0, *i1) share of n items for thread ith of nth (contiguous, balanced). */
+static inline void hy_split_range(int n, int ith, int nth, int *i0, int *i1) {
+    int q = n / nth, r = n % nth;
+    *i0 = ith * q + (ith < r ? ith : r);
+    *i1 = *i0 + q + (ith < r ? 1 : 0);
+}
+
+#endif

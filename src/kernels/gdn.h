@@ -1,0 +1,61 @@
+/*
+ * Gated DeltaNet (GDN, `linear_attention`) core kernels: causal conv1d + SiLU, gates,
+ * q/k L2 normalisation, and the gated delta rule in recurrent and chunked form
+ * (spec qwen3_5-architecture.md §5.2, §5.4, §5.6, §5.7, §6).
+ *
+ * Threading: every function is pure over its arguments (no globals). The delta-rule
+ * kernels take a value-head range [h0, h1) and the conv a channel range [c0, c1) so
+ * callers can split work across threads; disjoint ranges touch disjoint memory. The
+ * chunked kernel needs a per-thread scratch buffer (hy_gdn_chunked_scratch_floats).
+ *
+ * Numerics: all fp32. The chunked form is the WY/UT form with an exact forward
+ * substitution; decays are exponentiated only as sums of the non-positive g over a
+ * token range, so nothing positive is ever exponentiated (see gdn_ref.c).
+ */
+#ifndef HY_KERNELS_GDN_H
+#define HY_KERNELS_GDN_H
+
+#include <stddef.h>
+
+/* Sizes of one GDN layer for one sequence. */
+typedef struct hy_gdn_dims { int Hk, Hv, dk, dv; } hy_gdn_dims;   /* Hv % Hk == 0 */
+
+/* Recurrent gated delta rule (spec §5.7) over T tokens, value heads [h0, h1).
+ * q, k : [T][Hk][dk]  already L2-normalised; q already scaled by 1/sqrt(dk)
+ * v    : [T][Hv][dv]
+ * g    : [T][Hv]      log-decay (<= 0);  beta: [T][Hv]
+ * state: [Hv][dk][dv] fp32, read and updated in place (only heads h0..h1-1 touched)
+ * out  : [T][Hv][dv]  (only heads h0..h1-1 written)
+ * Value head h uses key head h / (Hv/Hk). */
+void hy_gdn_recurrent(const hy_gdn_dims *d, int T, int h0, int h1,
+                      const float *q, const float *k, const float *v,
+                      const float *g, const float *beta, float *state, float *out);
+
+/* Chunked form (spec §6, chunk size C, normally 64): same inputs/outputs/semantics, equal to
+ * the recurrent form up to fp32 rounding, for any T >= 1 (the last chunk may be partial; it is
+ * processed at its true length, no padding). scratch: caller-provided,
+ * hy_gdn_chunked_scratch_floats(d, C) floats, for ONE thread (give each thread its own).
+ * g must be <= 0 (as produced by hy_gdn_gates); positive entries are clamped to 0 here. */
+size_t hy_gdn_chunked_scratch_floats(const hy_gdn_dims *d, int C);
+void hy_gdn_chunked(const hy_gdn_dims *d, int T, int C, int h0, int h1,
+                    const float *q, const float *k, const float *v,
+                    const float *g, const float *beta, float *state, float *out, float *scratch);
+
+/* Causal depthwise conv1d + SiLU over T new tokens, channels [c0,c1), kernel K (spec §5.2).
+ * x    : [T][C] pre-conv input;  w: [C][K] (weight [C,1,K] squeezed; w[c][K-1] multiplies the
+ *        current token)
+ * state: [K-1][C] the previous K-1 pre-conv inputs, oldest first (zeros at sequence start);
+ *        updated in place to the last K-1 inputs after these T tokens (correct also when T < K-1).
+ * y    : [T][C] = silu(conv). */
+void hy_gdn_conv_silu(int T, int C, int K, int c0, int c1, const float *x, const float *w,
+                      float *state, float *y);
+
+/* Gates (spec §5.4): g = -exp(A_log[h]) * softplus(a + dt_bias[h]) (softplus(x) = x for x > 20),
+ * beta = sigmoid(b).  a, b: [T][Hv] -> g, beta: [T][Hv]. */
+void hy_gdn_gates(int T, int Hv, const float *a, const float *b, const float *A_log,
+                  const float *dt_bias, float *g, float *beta);
+
+/* In-place L2 normalisation of n vectors of length dim (x / sqrt(sum x^2 + 1e-6)) times scale. */
+void hy_l2norm_scale(float *x, int n, int dim, float scale);
+
+#endif

@@ -1,0 +1,429 @@
+/*
+ * Forward pass driver (see forward.h): model validation, the context (threads,
+ * fp32 copies of small tensors, fixed scratch), sequences, and the step job
+ * that runs embeddings -> layers -> final norm -> lm_head on every thread.
+ *
+ * Why one job per step: the whole layer loop runs inside a single thread-pool
+ * job with barriers between phases, so a decode step costs one wake-up, and
+ * the per-phase work split (by output rows / tokens / heads) keeps results
+ * independent of the thread count.
+ */
+#include "model/forward_impl.h"
+
+#include "base/alloc.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- validation */
+
+static int dims_from_hparams(const hy_hparams *hp, hy_fwd_dims *d, hy_err *err) {
+    memset(d, 0, sizeof *d);
+    d->D = hp->hidden_size;
+    d->F = hp->intermediate_size;
+    d->vocab = hp->vocab_size;
+    d->L = hp->num_hidden_layers;
+    d->Hq = hp->num_attention_heads;
+    d->Hkv = hp->num_key_value_heads;
+    d->Dh = hp->head_dim;
+    d->Hk = hp->linear_num_key_heads;
+    d->Hv = hp->linear_num_value_heads;
+    d->dk = hp->linear_key_head_dim;
+    d->dv = hp->linear_value_head_dim;
+    d->K = hp->linear_conv_kernel_dim;
+    d->eps = hp->rms_norm_eps;
+    if (d->D < 1 || d->F < 1 || d->vocab < 1 || d->L < 1 || d->L > HY_MAX_LAYERS)
+        return hy_err_set(err, HY_E_INVALID,
+                          "forward: bad model sizes (hidden_size %d, intermediate_size %d, vocab_size %d, "
+                          "num_hidden_layers %d)",
+                          d->D, d->F, d->vocab, d->L);
+    bool any_attn = false, any_gdn = false;
+    for (int l = 0; l < d->L; l++) {
+        if (hp->layer_types[l] == HY_LAYER_ATTN) any_attn = true;
+        else if (hp->layer_types[l] == HY_LAYER_GDN) any_gdn = true;
+        else return hy_err_set(err, HY_E_INVALID, "forward: layer_types[%d] is neither attention nor GDN", l);
+    }
+    if (any_attn) {
+        if (d->Hq < 1 || d->Hkv < 1 || d->Dh < 1 || d->Hq % d->Hkv)
+            return hy_err_set(err, HY_E_INVALID,
+                              "forward: num_attention_heads %d must be a positive multiple of num_key_value_heads %d "
+                              "(head_dim %d)",
+                              d->Hq, d->Hkv, d->Dh);
+        int rot = (int)((double)d->Dh * (double)hp->partial_rotary_factor);
+        if (rot < 0 || rot > d->Dh || rot % 2)
+            return hy_err_set(err, HY_E_INVALID,
+                              "forward: rotary dims %d (head_dim %d x partial_rotary_factor %g) must be even and "
+                              "<= head_dim",
+                              rot, d->Dh, (double)hp->partial_rotary_factor);
+        if (rot > 0 && !(hp->rope_theta > 0))
+            return hy_err_set(err, HY_E_INVALID, "forward: rope_theta %g must be > 0", hp->rope_theta);
+        d->rot_half = rot / 2;
+    }
+    if (any_gdn) {
+        if (d->Hk < 1 || d->Hv < 1 || d->dk < 1 || d->dv < 1 || d->K < 1 || d->Hv % d->Hk)
+            return hy_err_set(err, HY_E_INVALID,
+                              "forward: GDN sizes (linear_num_key_heads %d, linear_num_value_heads %d, "
+                              "linear_key_head_dim %d, linear_value_head_dim %d, linear_conv_kernel_dim %d): value "
+                              "heads must be a positive multiple of key heads",
+                              d->Hk, d->Hv, d->dk, d->dv, d->K);
+        d->key_dim = d->Hk * d->dk;
+        d->value_dim = d->Hv * d->dv;
+        d->conv_dim = 2 * d->key_dim + d->value_dim;
+    }
+    if (!(d->eps >= 0)) return hy_err_set(err, HY_E_INVALID, "forward: rms_norm_eps %g < 0", (double)d->eps);
+    return HY_OK;
+}
+
+static const char *tname(const hy_tensor *t, const char *what) { return t->name ? t->name : what; }
+
+/* A matrix read in place by the matmul: exact [rows, cols] shape and a supported dtype. */
+static int check_matrix(const hy_tensor *t, const char *what, int layer, int64_t rows, int64_t cols, hy_err *err) {
+    if (!t->data)
+        return hy_err_set(err, HY_E_NOT_FOUND, "forward: layer %d: tensor %s is missing", layer, tname(t, what));
+    if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols)
+        return hy_err_set(err, HY_E_INVALID, "forward: layer %d: tensor %s: expected shape [%lld, %lld]", layer,
+                          tname(t, what), (long long)rows, (long long)cols);
+    if (!hy_ops_matmul_dtype_ok(t->dtype))
+        return hy_err_set(err, HY_E_UNSUPPORTED, "forward: tensor %s: dtype %s not supported (F32, BF16, F16)",
+                          tname(t, what), hy_dtype_name(t->dtype));
+    if (t->nbytes && t->nbytes < (size_t)rows * (size_t)cols * hy_dtype_size(t->dtype))
+        return hy_err_set(err, HY_E_INVALID, "forward: tensor %s: %zu bytes, shape needs more", tname(t, what),
+                          t->nbytes);
+    return HY_OK;
+}
+
+/* A small tensor converted to fp32: element count and dtype only (conv1d is [C,1,K]). */
+static int check_small(const hy_tensor *t, const char *what, int layer, int64_t numel, hy_err *err) {
+    if (!t->data)
+        return hy_err_set(err, HY_E_NOT_FOUND, "forward: layer %d: tensor %s is missing", layer, tname(t, what));
+    if (hy_tensor_numel(t) != numel)
+        return hy_err_set(err, HY_E_INVALID, "forward: layer %d: tensor %s: expected %lld elements, found %lld",
+                          layer, tname(t, what), (long long)numel, (long long)hy_tensor_numel(t));
+    if (t->dtype != HY_DTYPE_F32 && t->dtype != HY_DTYPE_BF16 && t->dtype != HY_DTYPE_F16)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "forward: tensor %s: dtype %s not supported (F32, BF16, F16)",
+                          tname(t, what), hy_dtype_name(t->dtype));
+    return HY_OK;
+}
+
+static int check_weights(const hy_model *m, const hy_fwd_dims *d, hy_err *err) {
+    const hy_weights *w = &m->w;
+    int rc;
+    if (!w->layers) return hy_err_set(err, HY_E_INVALID, "forward: model has no layer weights");
+    if ((rc = check_matrix(&w->embed_tokens, "embed_tokens", -1, d->vocab, d->D, err))) return rc;
+    if ((rc = check_matrix(&w->lm_head, "lm_head", -1, d->vocab, d->D, err))) return rc;
+    if ((rc = check_small(&w->norm, "norm", -1, d->D, err))) return rc;
+    for (int l = 0; l < d->L; l++) {
+        const hy_layer_weights *lw = &w->layers[l];
+        if ((rc = check_small(&lw->input_layernorm, "input_layernorm", l, d->D, err))) return rc;
+        if ((rc = check_small(&lw->post_attention_layernorm, "post_attention_layernorm", l, d->D, err))) return rc;
+        if ((rc = check_matrix(&lw->gate_proj, "mlp.gate_proj", l, d->F, d->D, err))) return rc;
+        if ((rc = check_matrix(&lw->up_proj, "mlp.up_proj", l, d->F, d->D, err))) return rc;
+        if ((rc = check_matrix(&lw->down_proj, "mlp.down_proj", l, d->D, d->F, err))) return rc;
+        if (m->hp.layer_types[l] == HY_LAYER_ATTN) {
+            if ((rc = check_matrix(&lw->q_proj, "self_attn.q_proj", l, 2 * d->Hq * d->Dh, d->D, err))) return rc;
+            if ((rc = check_matrix(&lw->k_proj, "self_attn.k_proj", l, d->Hkv * d->Dh, d->D, err))) return rc;
+            if ((rc = check_matrix(&lw->v_proj, "self_attn.v_proj", l, d->Hkv * d->Dh, d->D, err))) return rc;
+            if ((rc = check_matrix(&lw->o_proj, "self_attn.o_proj", l, d->D, d->Hq * d->Dh, err))) return rc;
+            if ((rc = check_small(&lw->q_norm, "self_attn.q_norm", l, d->Dh, err))) return rc;
+            if ((rc = check_small(&lw->k_norm, "self_attn.k_norm", l, d->Dh, err))) return rc;
+        } else {
+            if ((rc = check_matrix(&lw->in_proj_qkv, "linear_attn.in_proj_qkv", l, d->conv_dim, d->D, err))) return rc;
+            if ((rc = check_matrix(&lw->in_proj_z, "linear_attn.in_proj_z", l, d->value_dim, d->D, err))) return rc;
+            if ((rc = check_matrix(&lw->in_proj_b, "linear_attn.in_proj_b", l, d->Hv, d->D, err))) return rc;
+            if ((rc = check_matrix(&lw->in_proj_a, "linear_attn.in_proj_a", l, d->Hv, d->D, err))) return rc;
+            if ((rc = check_matrix(&lw->out_proj, "linear_attn.out_proj", l, d->D, d->value_dim, err))) return rc;
+            if ((rc = check_small(&lw->conv1d, "linear_attn.conv1d", l, (int64_t)d->conv_dim * d->K, err))) return rc;
+            if ((rc = check_small(&lw->A_log, "linear_attn.A_log", l, d->Hv, err))) return rc;
+            if ((rc = check_small(&lw->dt_bias, "linear_attn.dt_bias", l, d->Hv, err))) return rc;
+            if ((rc = check_small(&lw->norm, "linear_attn.norm", l, d->dv, err))) return rc;
+        }
+    }
+    return HY_OK;
+}
+
+/* ---------------------------------------------------------------- context */
+
+static float *take(float **p, size_t n) {
+    float *r = *p;
+    *p += (n + 15) / 16 * 16; /* keep every buffer 64-byte aligned */
+    return r;
+}
+
+static size_t rounded(size_t n) { return (n + 15) / 16 * 16; }
+
+static float *conv_small(float **p, const hy_tensor *t) {
+    size_t n = (size_t)hy_tensor_numel(t);
+    float *dst = take(p, n);
+    hy_ref_convert_f32(t->dtype, t->data, n, dst);
+    return dst;
+}
+
+int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_err *err) {
+    *out = NULL;
+    hy_fwd_dims d;
+    int rc = dims_from_hparams(&m->hp, &d, err);
+    if (rc) return rc;
+    if ((rc = check_weights(m, &d, err))) return rc;
+
+    int n_threads = opts && opts->n_threads > 0 ? opts->n_threads : 1;
+    int max_chunk = opts && opts->max_chunk > 0 ? opts->max_chunk : HY_DEFAULT_MAX_CHUNK;
+    if (max_chunk > (1 << 16)) max_chunk = 1 << 16;
+    max_chunk = (max_chunk + HY_GDN_CHUNK - 1) / HY_GDN_CHUNK * HY_GDN_CHUNK;
+
+    hy_ctx *c = calloc(1, sizeof *c);
+    if (!c) return hy_err_set(err, HY_E_NOMEM, "forward: out of memory");
+    c->m = m;
+    c->ops = hy_ops_ref();
+    c->d = d;
+    c->gd = (hy_gdn_dims){d.Hk, d.Hv, d.dk, d.dv};
+    c->max_chunk = max_chunk;
+
+    /* small tensors */
+    size_t small = rounded((size_t)d.D) + rounded((size_t)d.rot_half);
+    for (int l = 0; l < d.L; l++) {
+        small += 2 * rounded((size_t)d.D);
+        if (m->hp.layer_types[l] == HY_LAYER_ATTN) small += 2 * rounded((size_t)d.Dh);
+        else
+            small += rounded((size_t)d.conv_dim * d.K) + 2 * rounded((size_t)d.Hv) + rounded((size_t)d.dv);
+    }
+    c->small_floats = small;
+    c->small = hy_calloc_aligned(small, sizeof(float));
+    c->layers = calloc((size_t)d.L, sizeof *c->layers);
+    if (!c->small || !c->layers) {
+        hy_ctx_free(c);
+        return hy_err_set(err, HY_E_NOMEM, "forward: out of memory for %zu small-tensor floats", small);
+    }
+    float *p = c->small;
+    c->final_norm = conv_small(&p, &m->w.norm);
+    c->inv_freq = take(&p, (size_t)d.rot_half);
+    if (d.rot_half) hy_ref_rope_inv_freq(2 * d.rot_half, m->hp.rope_theta, c->inv_freq);
+    int n_attn = 0, n_gdn = 0;
+    for (int l = 0; l < d.L; l++) {
+        const hy_layer_weights *lw = &m->w.layers[l];
+        hy_layer_f32 *L = &c->layers[l];
+        L->type = m->hp.layer_types[l];
+        L->input_norm = conv_small(&p, &lw->input_layernorm);
+        L->post_norm = conv_small(&p, &lw->post_attention_layernorm);
+        if (L->type == HY_LAYER_ATTN) {
+            L->slot = n_attn++;
+            L->q_norm = conv_small(&p, &lw->q_norm);
+            L->k_norm = conv_small(&p, &lw->k_norm);
+        } else {
+            L->slot = n_gdn++;
+            L->conv_w = conv_small(&p, &lw->conv1d);
+            L->A_log = conv_small(&p, &lw->A_log);
+            L->dt_bias = conv_small(&p, &lw->dt_bias);
+            L->gdn_norm = conv_small(&p, &lw->norm);
+        }
+    }
+    HY_ASSERT((size_t)(p - c->small) <= small);
+
+    /* scratch: one region per layer type, sharing memory */
+    const size_t C = (size_t)max_chunk;
+    size_t attn_w = 0, gdn_w = 0, ffn_w = 2 * C * rounded((size_t)d.F);
+    if (n_attn)
+        attn_w = C * (rounded(2 * (size_t)d.Hq * d.Dh) + 2 * rounded((size_t)d.Hkv * d.Dh) +
+                      rounded((size_t)d.Hq * d.Dh));
+    if (n_gdn)
+        gdn_w = C * (2 * rounded((size_t)d.conv_dim) + 4 * rounded((size_t)d.value_dim) + 4 * rounded((size_t)d.Hv) +
+                     2 * rounded((size_t)d.key_dim));
+    c->work_floats = attn_w > gdn_w ? attn_w : gdn_w;
+    if (ffn_w > c->work_floats) c->work_floats = ffn_w;
+    c->chunk_scratch_floats = n_gdn ? rounded(hy_gdn_chunked_scratch_floats(&c->gd, HY_GDN_CHUNK)) : 0;
+    size_t total = 2 * C * rounded((size_t)d.D) + 2 * C * rounded((size_t)d.rot_half) + c->work_floats +
+                   (size_t)n_threads * c->chunk_scratch_floats;
+    c->scratch_bytes = total * sizeof(float);
+    float *s = hy_calloc_aligned(total, sizeof(float));
+    if (!s) {
+        hy_ctx_free(c);
+        return hy_err_set(err, HY_E_NOMEM, "forward: cannot allocate %zu bytes of scratch (max_chunk %d)",
+                          total * sizeof(float), max_chunk);
+    }
+    c->x = s; /* first buffer owns the allocation */
+    take(&s, C * d.D);
+    c->xn = take(&s, C * d.D);
+    c->rope_cos = take(&s, C * d.rot_half);
+    c->rope_sin = take(&s, C * d.rot_half);
+    c->chunk_scratch = take(&s, (size_t)n_threads * c->chunk_scratch_floats);
+    c->work = s;
+    float *q = c->work;
+    if (n_attn) {
+        c->a_qg = take(&q, C * 2 * d.Hq * d.Dh);
+        c->a_k = take(&q, C * d.Hkv * d.Dh);
+        c->a_v = take(&q, C * d.Hkv * d.Dh);
+        c->a_out = take(&q, C * d.Hq * d.Dh);
+        HY_ASSERT((size_t)(q - c->work) <= c->work_floats);
+    }
+    q = c->work;
+    if (n_gdn) {
+        c->g_qkv = take(&q, C * d.conv_dim);
+        c->g_y = take(&q, C * d.conv_dim);
+        c->g_z = take(&q, C * d.value_dim);
+        c->g_v = take(&q, C * d.value_dim);
+        c->g_o = take(&q, C * d.value_dim);
+        take(&q, C * d.value_dim); /* spare, keeps the size formula simple */
+        c->g_a = take(&q, C * d.Hv);
+        c->g_b = take(&q, C * d.Hv);
+        c->g_g = take(&q, C * d.Hv);
+        c->g_beta = take(&q, C * d.Hv);
+        c->g_q = take(&q, C * d.key_dim);
+        c->g_k = take(&q, C * d.key_dim);
+        HY_ASSERT((size_t)(q - c->work) <= c->work_floats);
+    }
+    q = c->work;
+    c->f_gate = take(&q, C * d.F);
+    c->f_up = take(&q, C * d.F);
+    HY_ASSERT((size_t)(q - c->work) <= c->work_floats);
+
+    if ((rc = hy_threadpool_create(&c->tp, n_threads, err))) {
+        hy_ctx_free(c);
+        return hy_err_wrap(err, "forward");
+    }
+    *out = c;
+    return HY_OK;
+}
+
+void hy_ctx_free(hy_ctx *c) {
+    if (!c) return;
+    hy_threadpool_free(c->tp);
+    hy_free(c->x);
+    hy_free(c->small);
+    free(c->layers);
+    free(c);
+}
+
+int hy_ctx_threads(const hy_ctx *c) { return hy_threadpool_size(c->tp); }
+
+size_t hy_ctx_bytes(const hy_ctx *c) { return c->scratch_bytes + c->small_floats * sizeof(float); }
+
+/* ---------------------------------------------------------------- sequences */
+
+int hy_seq_create(hy_seq **out, const hy_model *m, int max_tokens, hy_err *err) {
+    *out = NULL;
+    hy_fwd_dims d;
+    int rc = dims_from_hparams(&m->hp, &d, err);
+    if (rc) return rc;
+    if (max_tokens < 1) return hy_err_set(err, HY_E_INVALID, "sequence: max_tokens %d must be >= 1", max_tokens);
+    int n_attn = 0, n_gdn = 0;
+    for (int l = 0; l < d.L; l++) {
+        if (m->hp.layer_types[l] == HY_LAYER_ATTN) n_attn++;
+        else n_gdn++;
+    }
+    hy_seq *s = calloc(1, sizeof *s);
+    if (!s) return hy_err_set(err, HY_E_NOMEM, "sequence: out of memory");
+    s->m = m;
+    s->max_tokens = max_tokens;
+    if ((rc = hy_kv_cache_create(&s->kv, n_attn, max_tokens, n_attn ? d.Hkv * d.Dh : 1, err))) {
+        hy_seq_free(s);
+        return hy_err_wrap(err, "sequence");
+    }
+    hy_gdn_dims gd = {d.Hk, d.Hv, d.dk, d.dv};
+    if (!n_gdn) gd = (hy_gdn_dims){1, 1, 1, 1};
+    if ((rc = hy_gdn_state_create(&s->gdn, n_gdn, &gd, n_gdn ? d.K : 1, err))) {
+        hy_seq_free(s);
+        return hy_err_wrap(err, "sequence");
+    }
+    *out = s;
+    return HY_OK;
+}
+
+void hy_seq_free(hy_seq *s) {
+    if (!s) return;
+    hy_kv_cache_free(s->kv);
+    hy_gdn_state_free(s->gdn);
+    free(s);
+}
+
+void hy_seq_reset(hy_seq *s) {
+    s->pos = 0;
+    hy_gdn_state_reset(s->gdn);
+}
+
+int hy_seq_pos(const hy_seq *s) { return s->pos; }
+int hy_seq_capacity(const hy_seq *s) { return s->max_tokens; }
+size_t hy_seq_bytes(const hy_seq *s) { return s->kv->bytes + s->gdn->bytes; }
+const hy_gdn_state *hy_seq_gdn_state(const hy_seq *s) { return s->gdn; }
+const hy_kv_cache *hy_seq_kv_cache(const hy_seq *s) { return s->kv; }
+
+/* ---------------------------------------------------------------- step */
+
+void hy_fwd_norm_rows(const hy_ctx *c, const float *x, const float *w, bool one_plus, float *y, int ith, int nth) {
+    int t0, t1;
+    hy_split_range(c->T, ith, nth, &t0, &t1);
+    const size_t D = (size_t)c->d.D;
+    for (int t = t0; t < t1; t++) hy_ref_rmsnorm(x + t * D, w, (int)D, c->d.eps, one_plus, y + t * D);
+}
+
+void hy_fwd_matmul(const hy_ctx *c, const hy_tensor *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
+                   bool accumulate, int ith, int nth) {
+    int o0, o1;
+    hy_split_range((int)W->shape[0], ith, nth, &o0, &o1);
+    if (o1 > o0) c->ops->matmul(W, T, x, ldx, y, ldy, o0, o1, accumulate);
+}
+
+static void step_job(void *arg, int ith, int nth) {
+    hy_ctx *c = arg;
+    const hy_fwd_dims *d = &c->d;
+    const size_t D = (size_t)d->D, half = (size_t)d->rot_half;
+    int t0, t1;
+    hy_split_range(c->T, ith, nth, &t0, &t1);
+    for (int t = t0; t < t1; t++) {
+        hy_ref_row_f32(&c->m->w.embed_tokens, c->ids[t], c->x + t * D);
+        if (half)
+            hy_ref_rope_cos_sin((int64_t)c->pos0 + t, (int)half, c->inv_freq, c->rope_cos + t * half,
+                                c->rope_sin + t * half);
+    }
+    hy_threadpool_barrier(c->tp);
+
+    for (int l = 0; l < d->L; l++) {
+        const hy_layer_f32 *L = &c->layers[l];
+        hy_fwd_norm_rows(c, c->x, L->input_norm, true, c->xn, ith, nth);
+        hy_threadpool_barrier(c->tp);
+        if (L->type == HY_LAYER_ATTN) hy_layer_attn(c, l, ith, nth);
+        else hy_layer_gdn(c, l, ith, nth);
+        hy_layer_ffn(c, l, ith, nth);
+    }
+
+    if (!c->logits) return;
+    if (c->all_logits) {
+        hy_fwd_norm_rows(c, c->x, c->final_norm, true, c->xn, ith, nth);
+        hy_threadpool_barrier(c->tp);
+        hy_fwd_matmul(c, &c->m->w.lm_head, c->T, c->xn, D, c->logits, (size_t)d->vocab, false, ith, nth);
+    } else {
+        const size_t last = (size_t)(c->T - 1) * D;
+        if (ith == 0) hy_ref_rmsnorm(c->x + last, c->final_norm, (int)D, d->eps, true, c->xn + last);
+        hy_threadpool_barrier(c->tp);
+        hy_fwd_matmul(c, &c->m->w.lm_head, 1, c->xn + last, D, c->logits, (size_t)d->vocab, false, ith, nth);
+    }
+}
+
+int hy_forward(hy_ctx *c, hy_seq *s, const int32_t *ids, int n, float *logits, bool all_logits, hy_err *err) {
+    if (!c || !s || (!ids && n > 0)) return hy_err_set(err, HY_E_INVALID, "forward: NULL argument");
+    if (s->m != c->m) return hy_err_set(err, HY_E_INVALID, "forward: sequence was created for another model");
+    if (n < 1) return hy_err_set(err, HY_E_INVALID, "forward: need at least one token (got %d)", n);
+    if (n > s->max_tokens - s->pos)
+        return hy_err_set(err, HY_E_RANGE, "forward: %d new tokens at position %d exceed the capacity of %d", n,
+                          s->pos, s->max_tokens);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= c->d.vocab)
+            return hy_err_set(err, HY_E_RANGE, "forward: token id %d at index %d outside [0, %d)", (int)ids[i], i,
+                              c->d.vocab);
+    for (int done = 0; done < n;) {
+        int T = n - done < c->max_chunk ? n - done : c->max_chunk;
+        bool last = done + T == n;
+        c->seq = s;
+        c->ids = ids + done;
+        c->T = T;
+        c->pos0 = s->pos;
+        c->all_logits = all_logits;
+        c->logits = !logits ? NULL : all_logits ? logits + (size_t)done * c->d.vocab : last ? logits : NULL;
+        hy_threadpool_run(c->tp, step_job, c);
+        s->pos += T;
+        done += T;
+    }
+    c->seq = NULL;
+    c->ids = NULL;
+    c->logits = NULL;
+    return HY_OK;
+}

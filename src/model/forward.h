@@ -1,0 +1,73 @@
+/*
+ * Forward pass of the qwen3_5 text model on CPU (spec §3–§6, §8).
+ *
+ * hy_ctx: an engine context bound to one loaded model: the compute thread pool,
+ * fp32 copies of the small tensors (norm weights, conv1d, A_log, dt_bias; the big
+ * matrices are read in place from the checkpoint), and scratch sized for one
+ * internal step of at most max_chunk tokens, allocated once (no allocation in
+ * the token loop).
+ *
+ * hy_seq: one sequence's state: attention KV cache (capacity max_tokens), GDN
+ * recurrent + conv state, and the number of tokens consumed so far. A call
+ * continues from where the previous one stopped, so a prompt may be fed in one
+ * call, in several, or token by token; the results agree to fp32 rounding.
+ *
+ * hy_forward processes n new tokens in internal steps of at most max_chunk
+ * tokens (a multiple of the GDN chunk 64, so the chunk grid does not depend on
+ * the step size). A step of one token uses the recurrent GDN kernel, a longer
+ * one the chunked kernel. All activations, accumulations and states are fp32.
+ * Each output element is computed by exactly one thread with a fixed order of
+ * operations, so results are bit-identical for every thread count.
+ *
+ * Threading: a hy_ctx and the hy_seq passed to it are used by one caller thread
+ * at a time; the model is shared read-only by any number of contexts.
+ */
+#ifndef HY_MODEL_FORWARD_H
+#define HY_MODEL_FORWARD_H
+
+#include "base/error.h"
+#include "memory/gdn_state.h"
+#include "memory/kv_cache.h"
+#include "model/model.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define HY_GDN_CHUNK 64
+#define HY_DEFAULT_MAX_CHUNK 512
+
+typedef struct hy_ctx hy_ctx;
+typedef struct hy_seq hy_seq;
+
+typedef struct hy_ctx_opts {
+    int n_threads; /* compute threads including the caller; <= 0 means 1 */
+    int max_chunk; /* tokens per internal step; <= 0 means HY_DEFAULT_MAX_CHUNK; rounded up to a multiple of 64 */
+} hy_ctx_opts;
+
+/* Validates the model (shapes, dtypes: matrices F32/BF16/F16 used in place),
+ * converts the small tensors, allocates scratch, starts the threads. */
+int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_err *err);
+void hy_ctx_free(hy_ctx *ctx);
+int hy_ctx_threads(const hy_ctx *ctx);
+/* Bytes of scratch + converted small tensors held by the context. */
+size_t hy_ctx_bytes(const hy_ctx *ctx);
+
+/* A sequence able to hold max_tokens positions. Starts empty. */
+int hy_seq_create(hy_seq **out, const hy_model *m, int max_tokens, hy_err *err);
+void hy_seq_free(hy_seq *s);
+/* Back to an empty sequence (GDN state zeroed, position 0). */
+void hy_seq_reset(hy_seq *s);
+int hy_seq_pos(const hy_seq *s);
+int hy_seq_capacity(const hy_seq *s);
+/* Bytes of KV reservation + GDN state. */
+size_t hy_seq_bytes(const hy_seq *s);
+const hy_gdn_state *hy_seq_gdn_state(const hy_seq *s);
+const hy_kv_cache *hy_seq_kv_cache(const hy_seq *s);
+
+/* Feeds n >= 1 token ids (each in [0, vocab_size)) at positions pos..pos+n-1.
+ * logits: [n][vocab_size] when all_logits, else [vocab_size] for the last of
+ * the n tokens; may be NULL to only advance the state. Fails without touching
+ * the sequence on bad ids or when pos + n exceeds the capacity. */
+int hy_forward(hy_ctx *ctx, hy_seq *s, const int32_t *ids, int n, float *logits, bool all_logits, hy_err *err);
+
+#endif

@@ -1,0 +1,112 @@
+/*
+ * Internals shared by forward.c and the per-layer files (layer_attn.c,
+ * layer_gdn.c, layer_ffn.c). Not part of the module's API.
+ *
+ * A forward step is one thread-pool job: every thread runs the whole layer loop
+ * and calls the layer functions below with its (ith, nth); each layer function
+ * splits its phases by output (rows, tokens, heads, channels), separates phases
+ * with barriers, and ends with its result accumulated into the residual stream
+ * x followed by a barrier.
+ */
+#ifndef HY_MODEL_FORWARD_IMPL_H
+#define HY_MODEL_FORWARD_IMPL_H
+
+#include "base/threadpool.h"
+#include "kernels/gdn.h"
+#include "kernels/ops.h"
+#include "model/forward.h"
+
+/* fp32 copies of one layer's small tensors (owned by the context). */
+typedef struct hy_layer_f32 {
+    hy_layer_type type;
+    int slot;             /* index among the attention layers or among the GDN layers */
+    float *input_norm;    /* [D] zero-centred */
+    float *post_norm;     /* [D] zero-centred */
+    float *q_norm;        /* [Dh] zero-centred (attention) */
+    float *k_norm;        /* [Dh] zero-centred (attention) */
+    float *conv_w;        /* [conv_dim][K] (GDN) */
+    float *A_log;         /* [Hv] (GDN) */
+    float *dt_bias;       /* [Hv] (GDN) */
+    float *gdn_norm;      /* [dv] plain scale (GDN) */
+} hy_layer_f32;
+
+/* Dimensions, named as in the HF config (spec §1.2). */
+typedef struct hy_fwd_dims {
+    int D, F, vocab, L;
+    int Hq, Hkv, Dh, rot_half; /* rotary dims = 2*rot_half */
+    int Hk, Hv, dk, dv, K, key_dim, value_dim, conv_dim;
+    float eps;
+} hy_fwd_dims;
+
+struct hy_seq {
+    const hy_model *m;
+    int pos;
+    int max_tokens;
+    hy_kv_cache *kv;
+    hy_gdn_state *gdn;
+};
+
+struct hy_ctx {
+    const hy_model *m;
+    const hy_ops *ops;
+    hy_threadpool *tp;
+    hy_fwd_dims d;
+    hy_gdn_dims gd;
+    int max_chunk;
+
+    hy_layer_f32 *layers; /* [L] */
+    float *final_norm;    /* [D] */
+    float *inv_freq;      /* [rot_half] */
+    float *small;         /* backing store of every fp32 copy above */
+    size_t small_floats;
+
+    /* scratch, [max_chunk] rows each unless noted */
+    float *x;          /* [D] residual stream */
+    float *xn;         /* [D] normed input of the current sub-block */
+    float *rope_cos;   /* [rot_half] */
+    float *rope_sin;   /* [rot_half] */
+    float *work;       /* per-layer-type buffers below point into it */
+    size_t work_floats;
+    float *chunk_scratch; /* [nth][chunk_scratch_floats] */
+    size_t chunk_scratch_floats;
+    size_t scratch_bytes;
+
+    /* attention views into work */
+    float *a_qg;   /* [2*Hq*Dh] per-head (query | gate) as q_proj emits it */
+    float *a_k;    /* [Hkv*Dh] */
+    float *a_v;    /* [Hkv*Dh] */
+    float *a_out;  /* [Hq*Dh] gated attention output */
+    /* GDN views into work */
+    float *g_qkv;  /* [conv_dim] pre-conv */
+    float *g_y;    /* [conv_dim] post-conv+SiLU */
+    float *g_z;    /* [Hv*dv] */
+    float *g_a, *g_b, *g_g, *g_beta; /* [Hv] */
+    float *g_q, *g_k; /* [Hk*dk] normalised */
+    float *g_v;    /* [Hv*dv] */
+    float *g_o;    /* [Hv*dv] core output, then gated-normed in place */
+    /* FFN views into work */
+    float *f_gate; /* [F] gate, then silu(gate)*up */
+    float *f_up;   /* [F] */
+
+    /* the step being run (set by hy_forward before each job) */
+    hy_seq *seq;
+    const int32_t *ids; /* [T] */
+    int T;
+    int pos0;
+    float *logits;      /* [T][vocab] (all) or [vocab] (last), NULL for none */
+    bool all_logits;
+};
+
+/* Layer bodies, run by every thread of a step job (ith of nth). They read ctx->x,
+ * use ctx->xn / work, and add their output to ctx->x; a barrier ends each. */
+void hy_layer_attn(hy_ctx *c, int layer, int ith, int nth);
+void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth);
+void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth);
+
+/* y[t] = rmsnorm(x[t]) for the tokens [t0, t1) owned by this thread. */
+void hy_fwd_norm_rows(const hy_ctx *c, const float *x, const float *w, bool one_plus, float *y, int ith, int nth);
+/* Matmul with rows split across threads: y[t][o] (+)= W[o]·x[t], t < T. */
+void hy_fwd_matmul(const hy_ctx *c, const hy_tensor *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
+                   bool accumulate, int ith, int nth);
+
+#endif

@@ -1,0 +1,37 @@
+/*
+ * Post-attention RMSNorm (1+w) and SwiGLU MLP (spec §3.2, §3.4), run by every
+ * thread of a step job. A thread computes the same rows of gate_proj and
+ * up_proj, so it can form silu(gate)*up for its rows without a barrier.
+ *
+ *   phase 1  post_attention_layernorm          tokens split
+ *   phase 2  gate/up projections + silu*mul    rows split
+ *   phase 3  down_proj, added to the residual  rows split
+ */
+#include "model/forward_impl.h"
+
+void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
+    const hy_fwd_dims *d = &c->d;
+    const hy_layer_weights *lw = &c->m->w.layers[layer];
+    const hy_layer_f32 *L = &c->layers[layer];
+    const int T = c->T;
+    const size_t D = (size_t)d->D, F = (size_t)d->F;
+
+    hy_fwd_norm_rows(c, c->x, L->post_norm, true, c->xn, ith, nth);
+    hy_threadpool_barrier(c->tp);
+
+    int o0, o1;
+    hy_split_range((int)F, ith, nth, &o0, &o1);
+    if (o1 > o0) {
+        c->ops->matmul(&lw->gate_proj, T, c->xn, D, c->f_gate, F, o0, o1, false);
+        c->ops->matmul(&lw->up_proj, T, c->xn, D, c->f_up, F, o0, o1, false);
+        for (int t = 0; t < T; t++) {
+            float *g = c->f_gate + t * F;
+            const float *u = c->f_up + t * F;
+            for (int o = o0; o < o1; o++) g[o] = hy_siluf(g[o]) * u[o];
+        }
+    }
+    hy_threadpool_barrier(c->tp);
+
+    hy_fwd_matmul(c, &lw->down_proj, T, c->f_gate, F, c->x, D, true, ith, nth);
+    hy_threadpool_barrier(c->tp);
+}

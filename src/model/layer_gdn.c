@@ -1,0 +1,83 @@
+/*
+ * Gated DeltaNet layer (spec §5, §6), run by every thread of a step job.
+ *
+ *   phase 1  in_proj_qkv / in_proj_z / in_proj_b / in_proj_a     rows split
+ *   phase 2  depthwise causal conv1d + SiLU with the carried conv state
+ *            (channels split); gates g, beta (tokens split)
+ *   phase 3  q, k, v out of the conv output into contiguous [T][H][d]
+ *            arrays; L2 norm of q and k, q times 1/sqrt(dk)      tokens split
+ *   phase 4  gated delta rule: recurrent kernel for a 1-token step, chunked
+ *            (chunk 64) otherwise; value head h uses key head h/(Hv/Hk)
+ *                                                                heads split
+ *   phase 5  gated RMSNorm per value head with the PLAIN weight (not 1+w),
+ *            times silu(z)                                       tokens split
+ *   phase 6  out_proj, added to the residual                     rows split
+ *
+ * The GDN state (recurrent [Hv][dk][dv], conv [K-1][conv_dim]) lives in the
+ * sequence and is updated in place, so the next call continues from it.
+ */
+#include "model/forward_impl.h"
+
+#include <string.h>
+
+void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
+    const hy_fwd_dims *d = &c->d;
+    const hy_layer_weights *lw = &c->m->w.layers[layer];
+    const hy_layer_f32 *L = &c->layers[layer];
+    const hy_gdn_state *st = c->seq->gdn;
+    const int T = c->T, Hv = d->Hv, Hk = d->Hk, dk = d->dk, dv = d->dv;
+    const size_t D = (size_t)d->D, C = (size_t)d->conv_dim, KD = (size_t)d->key_dim, VD = (size_t)d->value_dim;
+
+    hy_fwd_matmul(c, &lw->in_proj_qkv, T, c->xn, D, c->g_qkv, C, false, ith, nth);
+    hy_fwd_matmul(c, &lw->in_proj_z, T, c->xn, D, c->g_z, VD, false, ith, nth);
+    hy_fwd_matmul(c, &lw->in_proj_b, T, c->xn, D, c->g_b, (size_t)Hv, false, ith, nth);
+    hy_fwd_matmul(c, &lw->in_proj_a, T, c->xn, D, c->g_a, (size_t)Hv, false, ith, nth);
+    hy_threadpool_barrier(c->tp);
+
+    int c0, c1, t0, t1;
+    hy_split_range((int)C, ith, nth, &c0, &c1);
+    if (c1 > c0)
+        hy_gdn_conv_silu(T, (int)C, d->K, c0, c1, c->g_qkv, L->conv_w, hy_gdn_state_conv(st, L->slot), c->g_y);
+    hy_split_range(T, ith, nth, &t0, &t1);
+    if (t1 > t0)
+        hy_gdn_gates(t1 - t0, Hv, c->g_a + (size_t)t0 * Hv, c->g_b + (size_t)t0 * Hv, L->A_log, L->dt_bias,
+                     c->g_g + (size_t)t0 * Hv, c->g_beta + (size_t)t0 * Hv);
+    hy_threadpool_barrier(c->tp);
+
+    for (int t = t0; t < t1; t++) {
+        const float *y = c->g_y + t * C;
+        memcpy(c->g_q + t * KD, y, KD * sizeof(float));
+        memcpy(c->g_k + t * KD, y + KD, KD * sizeof(float));
+        memcpy(c->g_v + t * VD, y + 2 * KD, VD * sizeof(float));
+    }
+    if (t1 > t0) {
+        hy_l2norm_scale(c->g_q + t0 * KD, (t1 - t0) * Hk, dk, (float)(1.0 / sqrt((double)dk)));
+        hy_l2norm_scale(c->g_k + t0 * KD, (t1 - t0) * Hk, dk, 1.0f);
+    }
+    hy_threadpool_barrier(c->tp);
+
+    int h0, h1;
+    hy_split_range(Hv, ith, nth, &h0, &h1);
+    if (h1 > h0) {
+        float *rec = hy_gdn_state_rec(st, L->slot);
+        if (T == 1)
+            hy_gdn_recurrent(&c->gd, T, h0, h1, c->g_q, c->g_k, c->g_v, c->g_g, c->g_beta, rec, c->g_o);
+        else
+            hy_gdn_chunked(&c->gd, T, HY_GDN_CHUNK, h0, h1, c->g_q, c->g_k, c->g_v, c->g_g, c->g_beta, rec, c->g_o,
+                           c->chunk_scratch + (size_t)ith * c->chunk_scratch_floats);
+    }
+    hy_threadpool_barrier(c->tp);
+
+    for (int t = t0; t < t1; t++) {
+        for (int h = 0; h < Hv; h++) {
+            float *o = c->g_o + t * VD + (size_t)h * dv;
+            const float *z = c->g_z + t * VD + (size_t)h * dv;
+            hy_ref_rmsnorm(o, L->gdn_norm, dv, d->eps, false, o);
+            for (int j = 0; j < dv; j++) o[j] *= hy_siluf(z[j]);
+        }
+    }
+    hy_threadpool_barrier(c->tp);
+
+    hy_fwd_matmul(c, &lw->out_proj, T, c->g_o, VD, c->x, D, true, ith, nth);
+    hy_threadpool_barrier(c->tp);
+}

@@ -1,0 +1,296 @@
+/*
+ * model/forward on synthetic in-memory models against an independent
+ * double-precision reference (tests/model/synth_model.h): exactness, every
+ * layout trap (with the mutated reference shown to be far away), conv-state
+ * carry-over across calls, split/token-by-token invariance, thread-count
+ * determinism, and bad input.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "model/forward.h"
+#include "synth_model.h"
+#include "test_util.h"
+
+#include <stdio.h>
+
+#define TOL_F32 2e-4 /* fp32 engine vs double reference on a 4-layer model */
+
+static int32_t *make_ids(int n, int vocab, uint64_t seed) {
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)n);
+    uint64_t r = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int i = 0; i < n; i++) {
+        r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+        ids[i] = (int32_t)(r % (uint64_t)vocab);
+    }
+    return ids;
+}
+
+/* Runs the engine over ids in calls of the given sizes (sum = n), logits of every position. */
+static float *engine_run(const hy_model *m, const int32_t *ids, int n, const int *splits, int n_splits, int threads,
+                         int max_chunk) {
+    hy_ctx *ctx = NULL;
+    hy_seq *seq = NULL;
+    hy_err err;
+    hy_ctx_opts o = {.n_threads = threads, .max_chunk = max_chunk};
+    assert_int_equal(hy_ctx_create(&ctx, m, &o, &err), 0);
+    assert_int_equal(hy_seq_create(&seq, m, n + 4, &err), 0);
+    int V = m->hp.vocab_size;
+    float *lg = malloc(sizeof(float) * (size_t)n * V);
+    int done = 0;
+    for (int i = 0; i < n_splits; i++) {
+        int rc = hy_forward(ctx, seq, ids + done, splits[i], lg + (size_t)done * V, true, &err);
+        if (rc) fprintf(stderr, "forward: %s\n", err.msg);
+        assert_int_equal(rc, 0);
+        done += splits[i];
+    }
+    assert_int_equal(done, n);
+    assert_int_equal(hy_seq_pos(seq), n);
+    hy_seq_free(seq);
+    hy_ctx_free(ctx);
+    return lg;
+}
+
+static void check_vs_ref(const synth_cfg *cfg, int n, int threads, int max_chunk, double tol, const char *label) {
+    synth_model *s = synth_create(cfg);
+    int32_t *ids = make_ids(n, cfg->vocab, cfg->seed);
+    int one[1] = {n};
+    float *lg = engine_run(&s->m, ids, n, one, 1, threads, max_chunk);
+    double *ref = malloc(sizeof(double) * (size_t)n * cfg->vocab);
+    ref_forward(&s->m, ids, n, 0, 0, ref);
+    double e = max_abs_fd(lg, ref, (size_t)n * cfg->vocab);
+    printf("%-34s T=%-4d threads=%d max|d| = %.3g\n", label, n, threads, e);
+    assert_true(e <= tol);
+    free(ref); free(lg); free(ids);
+    synth_free(s);
+}
+
+static void test_exact_f32(void **st) {
+    (void)st;
+    synth_cfg c = synth_default_cfg();
+    check_vs_ref(&c, 150, 1, 0, TOL_F32, "f32 untied vs double ref");
+}
+
+static void test_exact_bf16_tied(void **st) {
+    (void)st;
+    synth_cfg c = synth_default_cfg();
+    c.big_dtype = HY_DTYPE_BF16;
+    c.small_dtype = HY_DTYPE_BF16;
+    c.tied = 1;
+    c.seed = 77;
+    /* max_chunk 64 forces several internal steps */
+    check_vs_ref(&c, 140, 2, 64, TOL_F32, "bf16 tied, 64-token steps");
+}
+
+static void test_exact_other_shapes(void **st) {
+    (void)st;
+    synth_cfg c = synth_default_cfg();
+    /* Hq == Hkv, Hv == Hk, full rotary, attention first, dk == dv */
+    c.Hq = 2; c.Hkv = 2; c.Hk = 3; c.Hv = 3; c.dk = 8; c.dv = 8;
+    c.partial_rotary_factor = 1.0f; c.layer_pattern = "agg"; c.L = 3; c.K = 2; c.seed = 5;
+    check_vs_ref(&c, 70, 2, 0, TOL_F32, "no grouping, full rotary, K=2");
+    /* big grouping ratios, K=5 conv */
+    c = synth_default_cfg();
+    c.Hq = 8; c.Hkv = 1; c.Hk = 1; c.Hv = 4; c.K = 5; c.layer_pattern = "ggga"; c.seed = 6;
+    check_vs_ref(&c, 66, 3, 0, TOL_F32, "GQA 8:1, GDN 4:1, K=5");
+}
+
+/* Each layout mistake, applied to the reference, must move the logits far
+ * beyond the tolerance; the engine stays on the correct side. */
+static void test_layout_traps(void **st) {
+    (void)st;
+    synth_cfg c = synth_default_cfg();
+    synth_model *s = synth_create(&c);
+    const int n = 40;
+    int32_t *ids = make_ids(n, c.vocab, 99);
+    int one[1] = {n};
+    float *lg = engine_run(&s->m, ids, n, one, 1, 1, 0);
+    double *ref = malloc(sizeof(double) * (size_t)n * c.vocab);
+    static const struct { int mut; const char *name; } muts[] = {
+        {0, "correct reference"},
+        {MUT_QGATE_FLAT, "q/gate split flat (not per head)"},
+        {MUT_GQA_TILE, "GQA kv head h % Hkv (tiled)"},
+        {MUT_GDN_TILE, "GDN key head h % Hk (tiled)"},
+        {MUT_ROPE_FULL, "RoPE on all head dims"},
+        {MUT_GDN_NORM_1PW, "GDN gated norm with 1+w"},
+        {MUT_NORM_PLAIN, "zero-centred norms with plain w"},
+    };
+    for (size_t i = 0; i < sizeof muts / sizeof muts[0]; i++) {
+        ref_forward(&s->m, ids, n, muts[i].mut, 0, ref);
+        double e = max_abs_fd(lg, ref, (size_t)n * c.vocab);
+        printf("engine vs %-34s max|d| = %.3g\n", muts[i].name, e);
+        if (muts[i].mut == 0) assert_true(e <= TOL_F32);
+        else assert_true(e > 100 * TOL_F32);
+    }
+    free(ref); free(lg); free(ids);
+    synth_free(s);
+}
+
+/* The conv state must carry across calls: splitting at 37 equals the
+ * one-shot reference and is far from a reference that forgets the conv history. */
+static void test_conv_carry(void **st) {
+    (void)st;
+    synth_cfg c = synth_default_cfg();
+    synth_model *s = synth_create(&c);
+    const int n = 50;
+    int32_t *ids = make_ids(n, c.vocab, 3);
+    int split[2] = {37, 13};
+    float *lg = engine_run(&s->m, ids, n, split, 2, 1, 0);
+    double *ref = malloc(sizeof(double) * (size_t)n * c.vocab);
+    ref_forward(&s->m, ids, n, 0, 0, ref);
+    double e_ok = max_abs_fd(lg, ref, (size_t)n * c.vocab);
+    ref_forward(&s->m, ids, n, 0, 37, ref);
+    double e_reset = max_abs_fd(lg + 37 * c.vocab, ref + 37 * c.vocab, (size_t)(n - 37) * c.vocab);
+    printf("split 37+13 vs one-shot ref %.3g, vs ref without conv carry %.3g\n", e_ok, e_reset);
+    assert_true(e_ok <= TOL_F32);
+    assert_true(e_reset > 100 * TOL_F32);
+    /* decode right after a 2-token prefill (T < K-1 conv state update) */
+    int split2[4] = {2, 1, 1, 46};
+    float *lg2 = engine_run(&s->m, ids, n, split2, 4, 1, 0);
+    ref_forward(&s->m, ids, n, 0, 0, ref);
+    double e2 = max_abs_fd(lg2, ref, (size_t)n * c.vocab);
+    printf("split 2+1+1+46 vs ref %.3g\n", e2);
+    assert_true(e2 <= TOL_F32);
+    free(lg2); free(ref); free(lg); free(ids);
+    synth_free(s);
+}
+
+/* Same prompt in one call, in splits, token by token: within 1e-5; threads 1/2/3 bit-identical. */
+static void test_invariance_and_threads(void **st) {
+    (void)st;
+    synth_cfg c = synth_default_cfg();
+    synth_model *s = synth_create(&c);
+    const int n = 129;
+    const size_t nv = (size_t)n * c.vocab;
+    int32_t *ids = make_ids(n, c.vocab, 11);
+    int one[1] = {n};
+    float *base = engine_run(&s->m, ids, n, one, 1, 1, 0);
+    static const int sp_a[] = {1, 62, 66}, sp_b[] = {64, 64, 1}, sp_c[] = {100, 29};
+    struct { const int *sp; int k; const char *name; } cases[] = {
+        {sp_a, 3, "1+62+66"}, {sp_b, 3, "64+64+1"}, {sp_c, 2, "100+29"}};
+    for (size_t i = 0; i < 3; i++) {
+        float *lg = engine_run(&s->m, ids, n, cases[i].sp, cases[i].k, 1, 0);
+        double e = hy_test_max_abs_diff(base, lg, nv);
+        printf("split %-8s vs one call max|d| = %.3g\n", cases[i].name, e);
+        assert_true(e <= 1e-5);
+        free(lg);
+    }
+    int *tok = malloc(sizeof(int) * n);
+    for (int i = 0; i < n; i++) tok[i] = 1;
+    float *lg = engine_run(&s->m, ids, n, tok, n, 1, 0);
+    double e = hy_test_max_abs_diff(base, lg, nv);
+    printf("token by token vs one call max|d| = %.3g\n", e);
+    assert_true(e <= 1e-5);
+    free(lg);
+    /* max_chunk 64 (several internal steps) vs 512 */
+    lg = engine_run(&s->m, ids, n, one, 1, 1, 64);
+    e = hy_test_max_abs_diff(base, lg, nv);
+    printf("64-token internal steps vs one step max|d| = %.3g\n", e);
+    assert_true(e <= 1e-5);
+    free(lg);
+    for (int th = 2; th <= 3; th++) {
+        lg = engine_run(&s->m, ids, n, one, 1, th, 0);
+        assert_memory_equal(base, lg, nv * sizeof(float));
+        free(lg);
+        lg = engine_run(&s->m, ids, n, sp_a, 3, th, 0);
+        float *lg1 = engine_run(&s->m, ids, n, sp_a, 3, 1, 0);
+        assert_memory_equal(lg1, lg, nv * sizeof(float));
+        free(lg1);
+        free(lg);
+    }
+    printf("threads 1/2/3: bit-identical\n");
+    free(tok); free(base); free(ids);
+    synth_free(s);
+}
+
+/* Reset gives a fresh sequence: the same run twice is bit-identical. Last-only logits
+ * equal the last row of all logits. */
+static void test_reset_and_last(void **st) {
+    (void)st;
+    synth_cfg c = synth_default_cfg();
+    synth_model *s = synth_create(&c);
+    const int n = 70;
+    int32_t *ids = make_ids(n, c.vocab, 21);
+    hy_ctx *ctx = NULL;
+    hy_seq *seq = NULL;
+    hy_err err;
+    assert_int_equal(hy_ctx_create(&ctx, &s->m, NULL, &err), 0);
+    assert_int_equal(hy_seq_create(&seq, &s->m, n, &err), 0);
+    float *all = malloc(sizeof(float) * n * c.vocab), *a = malloc(sizeof(float) * c.vocab),
+          *b = malloc(sizeof(float) * c.vocab);
+    assert_int_equal(hy_forward(ctx, seq, ids, n, all, true, &err), 0);
+    hy_seq_reset(seq);
+    assert_int_equal(hy_seq_pos(seq), 0);
+    assert_int_equal(hy_forward(ctx, seq, ids, n, a, false, &err), 0);
+    hy_seq_reset(seq);
+    assert_int_equal(hy_forward(ctx, seq, ids, n - 1, NULL, false, &err), 0);
+    assert_int_equal(hy_forward(ctx, seq, ids + n - 1, 1, b, false, &err), 0);
+    assert_memory_equal(a, all + (size_t)(n - 1) * c.vocab, sizeof(float) * c.vocab);
+    assert_true(hy_test_max_abs_diff(a, b, (size_t)c.vocab) <= 1e-5);
+    free(all); free(a); free(b); free(ids);
+    hy_seq_free(seq);
+    hy_ctx_free(ctx);
+    synth_free(s);
+}
+
+static void test_bad_input(void **st) {
+    (void)st;
+    synth_cfg c = synth_default_cfg();
+    synth_model *s = synth_create(&c);
+    hy_ctx *ctx = NULL;
+    hy_seq *seq = NULL;
+    hy_err err;
+    assert_int_equal(hy_ctx_create(&ctx, &s->m, NULL, &err), 0);
+    assert_int_equal(hy_seq_create(&seq, &s->m, 8, &err), 0);
+    float lg[64];
+    int32_t bad[2] = {3, 64};
+    assert_int_equal(hy_forward(ctx, seq, bad, 2, lg, false, &err), HY_E_RANGE);
+    printf("bad id: %s\n", err.msg);
+    bad[1] = -1;
+    assert_int_equal(hy_forward(ctx, seq, bad, 2, lg, false, &err), HY_E_RANGE);
+    assert_int_equal(hy_forward(ctx, seq, bad, 0, lg, false, &err), HY_E_INVALID);
+    assert_int_equal(hy_seq_pos(seq), 0);
+    int32_t ok[9] = {0};
+    assert_int_equal(hy_forward(ctx, seq, ok, 9, lg, false, &err), HY_E_RANGE);
+    printf("capacity: %s\n", err.msg);
+    assert_int_equal(hy_forward(ctx, seq, ok, 8, lg, false, &err), 0);
+    assert_int_equal(hy_forward(ctx, seq, ok, 1, lg, false, &err), HY_E_RANGE);
+    hy_seq_free(seq);
+    hy_ctx_free(ctx);
+
+    /* unsupported matrix dtype, wrong shape, missing tensor */
+    hy_tensor keep = s->m.w.layers[1].q_proj;
+    s->m.w.layers[1].q_proj.dtype = HY_DTYPE_F8_E4M3;
+    assert_int_equal(hy_ctx_create(&ctx, &s->m, NULL, &err), HY_E_UNSUPPORTED);
+    printf("dtype: %s\n", err.msg);
+    s->m.w.layers[1].q_proj = keep;
+    s->m.w.layers[1].q_proj.shape[0] = 10;
+    assert_int_equal(hy_ctx_create(&ctx, &s->m, NULL, &err), HY_E_INVALID);
+    printf("shape: %s\n", err.msg);
+    s->m.w.layers[1].q_proj = keep;
+    hy_tensor keep2 = s->m.w.layers[0].A_log;
+    s->m.w.layers[0].A_log.data = NULL;
+    assert_int_equal(hy_ctx_create(&ctx, &s->m, NULL, &err), HY_E_NOT_FOUND);
+    printf("missing: %s\n", err.msg);
+    s->m.w.layers[0].A_log = keep2;
+    s->m.hp.num_key_value_heads = 4; /* 6 % 4 != 0 */
+    assert_int_equal(hy_ctx_create(&ctx, &s->m, NULL, &err), HY_E_INVALID);
+    printf("heads: %s\n", err.msg);
+    synth_free(s);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exact_f32),
+        cmocka_unit_test(test_exact_bf16_tied),
+        cmocka_unit_test(test_exact_other_shapes),
+        cmocka_unit_test(test_layout_traps),
+        cmocka_unit_test(test_conv_carry),
+        cmocka_unit_test(test_invariance_and_threads),
+        cmocka_unit_test(test_reset_and_last),
+        cmocka_unit_test(test_bad_input),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
