@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# End-to-end tests of `hyla serve` with the official openai client (pytest,
+# tests/server/). The venv comes from tests/requirements.txt via scripts/setup,
+# which `make` runs first. HYLA_BIN and HYLA_DATA_DIR are set by CTest.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+if [ ! -x .venv/bin/pytest ]; then
+  echo "test_server_e2e: .venv/bin/pytest missing; run 'make' (scripts/setup creates .venv)" >&2
+  exit 1
+fi
+exec .venv/bin/pytest -q -p no:cacheprovider tests/server
