@@ -90,6 +90,7 @@ struct hy_engine {
     pthread_cond_t cv;
     hy_request *wait_head, *wait_tail;
     int n_waiting;
+    int n_admitting;        /* popped from the queue, not yet in the running list */
     bool stopping, drain;
     uint64_t seed_counter;
     /* engine thread */
@@ -375,12 +376,22 @@ static void stats_finish(hy_engine *e, hy_finish f) {
     pthread_mutex_unlock(&e->stats_mu);
 }
 
+/* Running gauges change only on the engine thread; they are published the
+ * moment they change so a client that got its last event already sees them. */
+static void publish_gauges(hy_engine *e) {
+    pthread_mutex_lock(&e->stats_mu);
+    e->stats.running_requests = e->n_running;
+    e->stats.running_seqs = e->n_slots - e->n_free;
+    pthread_mutex_unlock(&e->stats_mu);
+}
+
 static void free_slot(hy_engine *e, slot *s) {
     e->model.seq_reset(e->model.ctx, s->seq);
     s->req = NULL;
     s->phase = PH_FREE;
     s->pend_len = 0;
     e->free_slots[e->n_free++] = s->index;
+    publish_gauges(e);
 }
 
 /* Emits DONE, drops the engine's reference. r must no longer be in any list. */
@@ -398,6 +409,7 @@ static void remove_running(hy_engine *e, hy_request *r) {
         if (e->running[i] != r) continue;
         memmove(&e->running[i], &e->running[i + 1], sizeof(hy_request *) * (size_t)(e->n_running - i - 1));
         e->n_running--;
+        publish_gauges(e);
         return;
     }
 }
@@ -586,6 +598,7 @@ static void admit(hy_engine *e, hy_request *r) {
     }
     r->n_active = r->n;
     e->running[e->n_running++] = r;
+    publish_gauges(e);
     pthread_mutex_lock(&e->stats_mu);
     e->stats.prompt_tokens_total += (uint64_t)r->n_prompt;
     hy_hist_observe(&e->stats.queue, now_s() - r->t_submit);
@@ -677,14 +690,6 @@ built:
     }
 }
 
-static void publish_gauges(hy_engine *e, int n_wait) {
-    pthread_mutex_lock(&e->stats_mu);
-    e->stats.running_requests = e->n_running;
-    e->stats.waiting_requests = n_wait;
-    e->stats.running_seqs = e->n_slots - e->n_free;
-    pthread_mutex_unlock(&e->stats_mu);
-}
-
 static void *engine_main(void *arg) {
     hy_engine *e = arg;
     pthread_mutex_lock(&e->mu);
@@ -707,19 +712,17 @@ static void *engine_main(void *arg) {
         }
         /* admit in FIFO order while the head fits */
         hy_request *admitted[64];
-        int n_adm = 0;
-        while (!abort_all && e->wait_head && e->wait_head->n <= e->n_free && n_adm < 64) {
+        int n_adm = 0, avail = e->n_free;
+        while (!abort_all && e->wait_head && e->wait_head->n <= avail && n_adm < 64) {
             hy_request *r = e->wait_head;
             e->wait_head = r->next;
             if (!e->wait_head) e->wait_tail = NULL;
             e->n_waiting--;
             r->next = NULL;
-            /* reserve the slots now so the next head is judged correctly */
-            e->n_free -= r->n;
+            avail -= r->n;
             admitted[n_adm++] = r;
         }
-        int n_wait = e->n_waiting;
-        bool stopping = e->stopping;
+        e->n_admitting = n_adm; /* still counted as waiting by hy_engine_get_stats */
         pthread_mutex_unlock(&e->mu);
 
         while (cancelled) {
@@ -727,19 +730,18 @@ static void *engine_main(void *arg) {
             cancelled = r->next;
             abort_waiting(e, r);
         }
-        /* give the reservations back, then take the actual slots */
-        for (int i = 0; i < n_adm; i++) e->n_free += admitted[i]->n;
         for (int i = 0; i < n_adm; i++) admit(e, admitted[i]);
+        if (n_adm) {
+            pthread_mutex_lock(&e->mu);
+            e->n_admitting = 0;
+            pthread_mutex_unlock(&e->mu);
+        }
         for (int i = 0; i < e->n_running;) {
             hy_request *r = e->running[i];
             if (abort_all || atomic_load(&r->cancel)) abort_request(e, r, HY_FINISH_ABORT, NULL);
             else i++;
         }
-        publish_gauges(e, n_wait);
-        if (e->n_running > 0) {
-            step(e);
-            publish_gauges(e, n_wait);
-        }
+        if (e->n_running > 0) step(e);
 
         pthread_mutex_lock(&e->mu);
         if (e->n_running == 0) {
@@ -748,7 +750,6 @@ static void *engine_main(void *arg) {
                 if (!(e->stopping && !e->drain)) pthread_cond_wait(&e->cv, &e->mu);
             }
         }
-        (void)stopping;
     }
     pthread_mutex_unlock(&e->mu);
     pthread_mutex_lock(&e->stats_mu);
@@ -869,7 +870,7 @@ const hy_engine_config *hy_engine_get_config(const hy_engine *e) { return &e->cf
 
 void hy_engine_get_stats(hy_engine *e, hy_engine_stats *out) {
     pthread_mutex_lock(&e->mu);
-    int waiting = e->n_waiting; /* live: the engine thread may be mid-step */
+    int waiting = e->n_waiting + e->n_admitting; /* live: the engine thread may be mid-step */
     pthread_mutex_unlock(&e->mu);
     pthread_mutex_lock(&e->stats_mu);
     *out = e->stats;

@@ -115,5 +115,5 @@ def test_queue_full(limited):
     for t in threads:
         t.join()
     assert results.count(429) >= 1, results
-    assert results.count(200) >= 2, results
+    assert results.count(200) >= 1, results
     assert set(results) <= {200, 429}
