@@ -62,6 +62,37 @@ static int put_utf8(hy_chat_buf *b, uint32_t c) {
     return hy_chat_buf_put(b, t, n);
 }
 
+int hy_utf8_append_lossy(hy_chat_buf *b, const char *s, size_t n) {
+    uint32_t cp;
+    for (size_t i = 0; i < n;) {
+        size_t l = hy_utf8_decode(s + i, n - i, &cp);
+        if (l) {
+            hy_chat_buf_put(b, s + i, l);
+            i += l;
+        } else {
+            hy_chat_buf_put(b, "\xef\xbf\xbd", 3);
+            i++;
+        }
+    }
+    return b->oom ? HY_E_NOMEM : 0;
+}
+
+json_t *hy_pyjson_string_lossy(const char *s, size_t n) {
+    size_t i = 0;
+    uint32_t cp;
+    while (i < n) {
+        size_t l = hy_utf8_decode(s + i, n - i, &cp);
+        if (!l) break;
+        i += l;
+    }
+    if (i == n) return json_stringn(s, n);
+    hy_chat_buf b;
+    hy_chat_buf_init(&b);
+    json_t *r = hy_utf8_append_lossy(&b, s, n) ? NULL : json_stringn(b.p, b.len);
+    hy_chat_buf_free(&b);
+    return r;
+}
+
 /* Python's _PyUnicode_IsWhitespace: bidi class WS/B/S or category Zs. */
 int hy_py_isspace(uint32_t c) {
     if (c >= 0x09 && c <= 0x0d) return 1;

@@ -45,6 +45,13 @@ void hy_py_strip(const char *s, size_t n, size_t *b, size_t *e);
  * text is not such a literal (or an int does not fit in 64 bits). */
 json_t *hy_pyjson_literal_eval(const char *s, size_t n);
 
+/* Appends s[0..n) with every invalid UTF-8 byte replaced by U+FFFD. Returns 0 or HY_E_NOMEM. */
+int hy_utf8_append_lossy(hy_chat_buf *b, const char *s, size_t n);
+
+/* A JSON string from bytes that may not be valid UTF-8: invalid bytes become U+FFFD
+ * (jansson refuses invalid UTF-8). NULL only on out-of-memory. */
+json_t *hy_pyjson_string_lossy(const char *s, size_t n);
+
 /* Decodes one UTF-8 code point at s[0..n); returns its length (1..4) and sets *cp, or 0
  * for an invalid/truncated sequence. */
 size_t hy_pyjson_utf8_decode(const char *s, size_t n, uint32_t *cp);

@@ -440,6 +440,16 @@ void hy_chat_render_opts_default(hy_chat_render_opts *o) {
     o->preserve_thinking = HY_CHAT_UNSET;
 }
 
+void hy_chat_render_opts_apply_kwargs(hy_chat_render_opts *o, const json_t *kwargs) {
+    if (!json_is_object(kwargs)) return;
+    const json_t *v;
+    if ((v = json_object_get(kwargs, "enable_thinking")))
+        o->enable_thinking = json_is_true(v) ? 1 : json_is_false(v) ? 0 : HY_CHAT_UNSET;
+    if ((v = json_object_get(kwargs, "preserve_thinking")))
+        o->preserve_thinking = json_is_true(v) ? 1 : json_is_false(v) ? 0 : HY_CHAT_UNSET;
+    if ((v = json_object_get(kwargs, "add_vision_id"))) o->add_vision_id = truthy(v);
+}
+
 int hy_chat_render(const json_t *messages, const json_t *tools, const hy_chat_render_opts *opts,
                    hy_chat_prompt *out, hy_err *err) {
     hy_chat_render_opts defaults;

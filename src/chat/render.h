@@ -34,6 +34,12 @@ typedef struct hy_chat_render_opts {
 /* Qwen3.6, add_generation_prompt = 1, thinking and preserve unset, no vision ids. */
 void hy_chat_render_opts_default(hy_chat_render_opts *o);
 
+/* Applies a request's chat_template_kwargs object (may be NULL): "enable_thinking" and
+ * "preserve_thinking" become 1 / 0 when exactly true / false and HY_CHAT_UNSET otherwise
+ * (the template only reacts to the booleans); "add_vision_id" follows Python truthiness.
+ * Other keys are ignored, as the template ignores variables it does not read. */
+void hy_chat_render_opts_apply_kwargs(hy_chat_render_opts *o, const json_t *kwargs);
+
 /* Byte range [start, end) of the prompt produced by one message. A system message at
  * index 0 also owns the tool block; a tool-response group's "<|im_start|>user" belongs to
  * its first tool message and the closing "<|im_end|>\n" to its last. The tool block of a

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int tri(const json_t *v) {
     if (json_is_true(v)) return 1;
@@ -201,6 +202,56 @@ static void test_render_api_errors(void **st) {
     json_decref(bad_tools);
 }
 
+static void test_kwargs_and_dir(void **st) {
+    (void)st;
+    hy_chat_render_opts o;
+    hy_chat_render_opts_default(&o);
+    json_t *kw = json_loads("{\"enable_thinking\": false, \"preserve_thinking\": 1, \"add_vision_id\": \"yes\", \"x\": 1}", 0, NULL);
+    hy_chat_render_opts_apply_kwargs(&o, kw);
+    assert_int_equal(o.enable_thinking, 0);
+    assert_int_equal(o.preserve_thinking, HY_CHAT_UNSET);
+    assert_int_equal(o.add_vision_id, 1);
+    json_decref(kw);
+
+    /* a checkpoint directory: tokenizer_config.json carries the Qwen3.5 template */
+    char dir[] = "/tmp/hyla_chat_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    size_t len;
+    char *text = read_rel("chat/templates/qwen3_5.jinja", &len);
+    assert_non_null(text);
+    json_t *cfg = json_pack("{s:s%,s:s}", "chat_template", text, len, "eos_token", "<|im_end|>");
+    char path[256];
+    snprintf(path, sizeof path, "%s/tokenizer_config.json", dir);
+    assert_int_equal(json_dump_file(cfg, path, 0), 0);
+    hy_chat_template t;
+    int known;
+    hy_err e;
+    assert_int_equal(hy_chat_template_from_dir(dir, &t, &known, &e), 0);
+    assert_int_equal(known, 1);
+    assert_int_equal(t, HY_CHAT_TEMPLATE_QWEN3_5);
+    /* chat_template.jinja wins over tokenizer_config.json; an unknown template means Qwen3.6 */
+    char jpath[256];
+    snprintf(jpath, sizeof jpath, "%s/chat_template.jinja", dir);
+    FILE *f = fopen(jpath, "wb");
+    assert_non_null(f);
+    fputs("{{ messages }}", f);
+    fclose(f);
+    assert_int_equal(hy_chat_template_from_dir(dir, &t, &known, &e), 0);
+    assert_int_equal(known, 0);
+    assert_int_equal(t, HY_CHAT_TEMPLATE_QWEN3_6);
+    remove(jpath);
+    f = fopen(path, "wb");
+    fputs("{not json", f);
+    fclose(f);
+    assert_int_equal(hy_chat_template_from_dir(dir, &t, &known, &e), HY_E_INVALID);
+    remove(path);
+    assert_int_equal(hy_chat_template_from_dir(dir, &t, &known, &e), 0); /* nothing: default */
+    assert_int_equal(known, 0);
+    rmdir(dir);
+    json_decref(cfg);
+    free(text);
+}
+
 static void test_pyjson(void **st) {
     (void)st;
     const struct {
@@ -242,6 +293,7 @@ int main(void) {
         cmocka_unit_test(test_goldens),
         cmocka_unit_test(test_template_identify),
         cmocka_unit_test(test_render_api_errors),
+        cmocka_unit_test(test_kwargs_and_dir),
         cmocka_unit_test(test_pyjson),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
