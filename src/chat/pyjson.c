@@ -65,7 +65,7 @@ static int put_utf8(hy_chat_buf *b, uint32_t c) {
 int hy_utf8_append_lossy(hy_chat_buf *b, const char *s, size_t n) {
     uint32_t cp;
     for (size_t i = 0; i < n;) {
-        size_t l = hy_utf8_decode(s + i, n - i, &cp);
+        size_t l = hy_pyjson_utf8_decode(s + i, n - i, &cp);
         if (l) {
             hy_chat_buf_put(b, s + i, l);
             i += l;
@@ -81,7 +81,7 @@ json_t *hy_pyjson_string_lossy(const char *s, size_t n) {
     size_t i = 0;
     uint32_t cp;
     while (i < n) {
-        size_t l = hy_utf8_decode(s + i, n - i, &cp);
+        size_t l = hy_pyjson_utf8_decode(s + i, n - i, &cp);
         if (!l) break;
         i += l;
     }
