@@ -6,6 +6,7 @@
  */
 #include "server/textio.h"
 
+#include "chat/parse.h"
 #include "chat/render.h"
 #include "tokenizer/tokenizer.h"
 
@@ -74,6 +75,79 @@ static int tx_render(void *ctx, const hy_oai_request *req, char **prompt, size_t
     return render(ctx, req->messages, req->tools, req->enable_thinking, req->preserve_thinking, prompt, len, err);
 }
 
+/* Output parser: chat/parse.h takes its callback at creation, the server's
+ * seam per feed; the wrapper forwards. Tool calls arrive whole from the
+ * parser: they are reported as TOOL_START (name) + one TOOL_ARGS (the JSON). */
+typedef struct tx_parser {
+    hy_chat_parser *p;
+    hy_out_cb cb;
+    void *u;
+} tx_parser;
+
+static void tx_parser_event(void *user, const hy_chat_event *ev) {
+    tx_parser *w = user;
+    if (!w->cb) return;
+    hy_out_delta d = {0};
+    switch (ev->kind) {
+    case HY_CHAT_EV_REASONING:
+        d = (hy_out_delta){HY_OUT_REASONING, 0, ev->text, ev->len};
+        w->cb(w->u, &d);
+        break;
+    case HY_CHAT_EV_CONTENT:
+        d = (hy_out_delta){HY_OUT_CONTENT, 0, ev->text, ev->len};
+        w->cb(w->u, &d);
+        break;
+    case HY_CHAT_EV_TOOL_CALL:
+        d = (hy_out_delta){HY_OUT_TOOL_START, (int)ev->tool_index, ev->name, strlen(ev->name)};
+        w->cb(w->u, &d);
+        d = (hy_out_delta){HY_OUT_TOOL_ARGS, (int)ev->tool_index, ev->arguments, strlen(ev->arguments)};
+        w->cb(w->u, &d);
+        break;
+    }
+}
+
+static void *tx_parser_create(void *ctx, const hy_oai_request *req, const char *prompt, size_t len) {
+    (void)ctx;
+    tx_parser *w = calloc(1, sizeof *w);
+    if (!w) return NULL;
+    static const char open_think[] = "<think>\n";
+    const size_t ol = sizeof open_think - 1;
+    hy_chat_parse_opts o = {
+        .thinking = len >= ol && !memcmp(prompt + len - ol, open_think, ol),
+        .parse_tool_calls = req->tools != NULL,
+        .tools = req->tools,
+    };
+    hy_err err = {0};
+    if (hy_chat_parser_create(&o, tx_parser_event, w, &w->p, &err)) {
+        free(w);
+        return NULL; /* the server then treats all output as content */
+    }
+    return w;
+}
+
+static void tx_parser_feed(void *pp, const char *text, size_t len, hy_out_cb cb, void *u) {
+    tx_parser *w = pp;
+    w->cb = cb;
+    w->u = u;
+    hy_chat_parser_feed(w->p, text, len);
+    w->cb = NULL;
+}
+
+static void tx_parser_finish(void *pp, hy_out_cb cb, void *u) {
+    tx_parser *w = pp;
+    w->cb = cb;
+    w->u = u;
+    hy_chat_parser_finish(w->p, NULL);
+    w->cb = NULL;
+}
+
+static void tx_parser_free(void *pp) {
+    tx_parser *w = pp;
+    if (!w) return;
+    hy_chat_parser_free(w->p);
+    free(w);
+}
+
 int hy_textio_load(hy_textio **out, const char *dir, hy_err *err) {
     *out = NULL;
     hy_textio *t = calloc(1, sizeof *t);
@@ -104,6 +178,10 @@ void hy_textio_server_text(hy_textio *t, hy_server_text *o) {
     o->decode = tx_decode;
     o->token_bytes = tx_token_bytes;
     o->render_chat = tx_render;
+    o->parser_create = tx_parser_create;
+    o->parser_feed = tx_parser_feed;
+    o->parser_finish = tx_parser_finish;
+    o->parser_free = tx_parser_free;
 }
 
 void hy_textio_engine_text(hy_textio *t, hy_engine_text *o) {

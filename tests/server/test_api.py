@@ -10,6 +10,12 @@ from conftest import MODEL_NAME
 MSG = [{"role": "user", "content": "Hello, how are you?"}]
 
 
+def out(choice):
+    """content and reasoning of a chat choice (the tiny model thinks by default)."""
+    m = choice.message
+    return (m.content or "", getattr(m, "reasoning_content", None) or "")
+
+
 def greedy_chat(client, max_tokens=24, **kw):
     return client.chat.completions.create(model=MODEL_NAME, messages=MSG, max_tokens=max_tokens, temperature=0, **kw)
 
@@ -54,6 +60,22 @@ def test_chat_streaming_matches(client):
     assert finishes == ["length"]
     assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 24
     assert all(c.id == chunks[0].id for c in chunks)
+
+
+def test_reasoning_split(client):
+    # thinking on (the template default): the prompt opens <think>, so what the
+    # model writes before any </think> is reasoning, not content
+    on = greedy_chat(client, 12)
+    content, reasoning = out(on.choices[0])
+    assert reasoning and not content
+    assert on.choices[0].message.model_extra.get("reasoning") == reasoning
+    off = greedy_chat(client, 12, extra_body={"chat_template_kwargs": {"enable_thinking": False}})
+    content, reasoning = out(off.choices[0])
+    assert content and not reasoning
+    # streamed: reasoning arrives as reasoning_content deltas
+    s = client.chat.completions.create(model=MODEL_NAME, messages=MSG, max_tokens=12, temperature=0, stream=True)
+    parts = [(getattr(c.choices[0].delta, "reasoning_content", None) or "") for c in s if c.choices]
+    assert "".join(parts) == out(on.choices[0])[1]
 
 
 def test_completions(client):
@@ -102,15 +124,15 @@ def test_n_choices(client):
     r = client.chat.completions.create(model=MODEL_NAME, messages=MSG, max_tokens=16, n=3, temperature=1.0, seed=7)
     assert [c.index for c in r.choices] == [0, 1, 2]
     assert r.usage.completion_tokens == 48
-    outs = {c.message.content for c in r.choices}
+    outs = {out(c) for c in r.choices}
     assert len(outs) > 1
     g = client.chat.completions.create(model=MODEL_NAME, messages=MSG, max_tokens=16, n=2, temperature=0)
-    assert g.choices[0].message.content == g.choices[1].message.content == greedy_chat(client, 16).choices[0].message.content
+    assert out(g.choices[0]) == out(g.choices[1]) == out(greedy_chat(client, 16).choices[0])
     s = client.chat.completions.create(model=MODEL_NAME, messages=MSG, max_tokens=8, n=2, temperature=0, stream=True)
     per = {0: "", 1: ""}
     for c in s:
         for ch in c.choices:
-            per[ch.index] += ch.delta.content or ""
+            per[ch.index] += (ch.delta.content or "") + (getattr(ch.delta, "reasoning_content", None) or "")
     assert per[0] == per[1]
 
 
@@ -133,9 +155,9 @@ def test_logprobs(client):
 
 def test_seed_reproducibility(client):
     kw = dict(model=MODEL_NAME, messages=MSG, max_tokens=20, temperature=1.0, top_p=0.95)
-    a = client.chat.completions.create(seed=1234, **kw).choices[0].message.content
-    b = client.chat.completions.create(seed=1234, **kw).choices[0].message.content
-    c = client.chat.completions.create(seed=4321, **kw).choices[0].message.content
+    a = out(client.chat.completions.create(seed=1234, **kw).choices[0])
+    b = out(client.chat.completions.create(seed=1234, **kw).choices[0])
+    c = out(client.chat.completions.create(seed=4321, **kw).choices[0])
     assert a == b
     assert a != c
 

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "chat/parse.h"
 #include "server/server.h"
 #include "unit/fake_model.h"
 
@@ -102,7 +103,59 @@ static void fp_finish(void *p, hy_out_cb cb, void *u) {
 }
 static void fp_free(void *p) { free(p); }
 
+/* The real chat/parse.h parser behind the seam (same wrapping as textio.c). */
+typedef struct rparser {
+    hy_chat_parser *p;
+    hy_out_cb cb;
+    void *u;
+} rparser;
+static void rp_event(void *user, const hy_chat_event *ev) {
+    rparser *w = user;
+    hy_out_delta d;
+    if (ev->kind == HY_CHAT_EV_TOOL_CALL) {
+        d = (hy_out_delta){HY_OUT_TOOL_START, (int)ev->tool_index, ev->name, strlen(ev->name)};
+        w->cb(w->u, &d);
+        d = (hy_out_delta){HY_OUT_TOOL_ARGS, (int)ev->tool_index, ev->arguments, strlen(ev->arguments)};
+    } else {
+        d = (hy_out_delta){ev->kind == HY_CHAT_EV_REASONING ? HY_OUT_REASONING : HY_OUT_CONTENT, 0, ev->text, ev->len};
+    }
+    w->cb(w->u, &d);
+}
+static void *rp_create(void *ctx, const hy_oai_request *req, const char *prompt, size_t len) {
+    (void)ctx;
+    rparser *w = calloc(1, sizeof *w);
+    hy_chat_parse_opts o = {.thinking = len > 0 && prompt[len - 1] == '<', .parse_tool_calls = req->tools != NULL,
+                            .tools = req->tools};
+    hy_err err = {0};
+    assert_int_equal(hy_chat_parser_create(&o, rp_event, w, &w->p, &err), 0);
+    return w;
+}
+static void rp_feed(void *pp, const char *t, size_t n, hy_out_cb cb, void *u) {
+    rparser *w = pp;
+    w->cb = cb;
+    w->u = u;
+    hy_chat_parser_feed(w->p, t, n);
+}
+static void rp_finish(void *pp, hy_out_cb cb, void *u) {
+    rparser *w = pp;
+    w->cb = cb;
+    w->u = u;
+    hy_chat_parser_finish(w->p, NULL);
+}
+static void rp_free(void *pp) {
+    rparser *w = pp;
+    hy_chat_parser_free(w->p);
+    free(w);
+}
+
+static int g_real_parser;
+
 static hy_server_text fake_server_text(void) {
+    if (g_real_parser) {
+        hy_server_text t = {NULL, FAKE_N_VALID, ft_encode, ft_decode, ft_token_bytes, ft_render,
+                            rp_create, rp_feed, rp_finish, rp_free};
+        return t;
+    }
     hy_server_text t = {NULL,   FAKE_N_VALID, ft_encode, ft_decode, ft_token_bytes, ft_render,
                         fp_create, fp_feed,     fp_finish, fp_free};
     return t;
@@ -116,6 +169,19 @@ typedef struct fx {
     hy_server *s;
     int port;
 } fx;
+
+typedef struct script {
+    const char *text;
+    int n_prompt;
+} script;
+
+/* After the prompt, write text byte by byte, then EOS. */
+static int script_fn(void *u, const fake_seq *s) {
+    const script *sc = u;
+    int k = s->pos - sc->n_prompt;
+    if (k < 0) return -1;
+    return k < (int)strlen(sc->text) ? (unsigned char)sc->text[k] : FAKE_EOS;
+}
 
 static void fx_start(fx *f, int max_seqs, int max_queue, int sleep_us, const char *api_key, size_t max_body) {
     memset(f, 0, sizeof *f);
@@ -488,11 +554,80 @@ static void test_queue_full_and_disconnect(void **st) {
     fx_stop(&f);
 }
 
+static void test_tool_calls_and_reasoning(void **st) {
+    (void)st;
+    g_real_parser = 1;
+    fx f;
+    fx_start(&f, 2, 16, 0, NULL, 0);
+    script sc = {"Let me check.</think>\n\nSure.<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n"
+                 "</parameter>\n<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>",
+                 0};
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"get_weather\",\"parameters\":{\"type\":"
+                        "\"object\",\"properties\":{\"city\":{\"type\":\"string\"},\"days\":{\"type\":\"integer\"}}}}}]";
+    char body[1024];
+    snprintf(body, sizeof body, "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":%s}", tools);
+    json_t *tk = post_json(&f, "/tokenize", body, 200);
+    sc.n_prompt = (int)json_integer_value(json_object_get(tk, "count"));
+    json_decref(tk);
+    f.m.u = &sc;
+    f.m.script = script_fn;
+    snprintf(body, sizeof body,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":%s,\"max_tokens\":300,\"temperature\":0}", tools);
+    json_t *j = post_json(&f, "/v1/chat/completions", body, 200);
+    json_t *c0 = json_array_get(json_object_get(j, "choices"), 0);
+    json_t *m = json_object_get(c0, "message");
+    assert_string_equal(json_string_value(json_object_get(c0, "finish_reason")), "tool_calls");
+    assert_string_equal(json_string_value(json_object_get(m, "reasoning_content")), "Let me check.");
+    assert_string_equal(json_string_value(json_object_get(m, "content")), "Sure.");
+    json_t *tc = json_array_get(json_object_get(m, "tool_calls"), 0);
+    assert_true(strncmp(json_string_value(json_object_get(tc, "id")), "call_", 5) == 0);
+    assert_string_equal(json_string_value(json_object_get(tc, "type")), "function");
+    json_t *fn = json_object_get(tc, "function");
+    assert_string_equal(json_string_value(json_object_get(fn, "name")), "get_weather");
+    assert_string_equal(json_string_value(json_object_get(fn, "arguments")), "{\"city\": \"Paris\", \"days\": 3}");
+    json_decref(j);
+
+    /* streamed: reasoning, content, one tool call (id + name, then arguments), finish tool_calls */
+    snprintf(body, sizeof body,
+             "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"tools\":%s,\"max_tokens\":300,\"temperature\":0,"
+             "\"stream\":true}", tools);
+    http_res r = do_http(f.port, "POST", "/v1/chat/completions", body, NULL);
+    json_t *ev[256];
+    bool done;
+    int n = sse_events(r.body, ev, 256, &done);
+    assert_true(done);
+    char reasoning[128] = "", content[128] = "", args[128] = "", name[64] = "", fin[32] = "";
+    for (int i = 0; i < n; i++) {
+        json_t *ch = json_array_get(json_object_get(ev[i], "choices"), 0);
+        json_t *d = json_object_get(ch, "delta");
+        if (json_is_string(json_object_get(d, "reasoning_content"))) strcat(reasoning, json_string_value(json_object_get(d, "reasoning_content")));
+        if (json_is_string(json_object_get(d, "content"))) strcat(content, json_string_value(json_object_get(d, "content")));
+        json_t *t = json_array_get(json_object_get(d, "tool_calls"), 0);
+        if (t) {
+            json_t *tf = json_object_get(t, "function");
+            if (json_is_string(json_object_get(tf, "name"))) strcat(name, json_string_value(json_object_get(tf, "name")));
+            strcat(args, json_string_value(json_object_get(tf, "arguments")));
+            assert_int_equal(json_integer_value(json_object_get(t, "index")), 0);
+        }
+        if (json_is_string(json_object_get(ch, "finish_reason"))) strcat(fin, json_string_value(json_object_get(ch, "finish_reason")));
+        json_decref(ev[i]);
+    }
+    free(r.body);
+    assert_string_equal(reasoning, "Let me check.");
+    assert_string_equal(content, "Sure.");
+    assert_string_equal(name, "get_weather");
+    assert_string_equal(args, "{\"city\": \"Paris\", \"days\": 3}");
+    assert_string_equal(fin, "tool_calls");
+    fx_stop(&f);
+    g_real_parser = 0;
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routes_and_shapes),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_queue_full_and_disconnect),
+        cmocka_unit_test(test_tool_calls_and_reasoning),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
