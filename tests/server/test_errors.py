@@ -117,3 +117,32 @@ def test_queue_full(limited):
     assert results.count(429) >= 1, results
     assert results.count(200) >= 1, results
     assert set(results) <= {200, 429}
+
+
+def test_sigterm_drains():
+    """SIGTERM: requests in flight finish normally, new connections are
+    refused, and the process exits 0."""
+    import signal
+    import time
+    s = Server("--max-num-seqs", "2")
+    result = {}
+
+    def long_request():
+        r = requests.post(s.url + "/v1/completions", json={"prompt": "drain", "max_tokens": 1200, "ignore_eos": True,
+                                                           "temperature": 0}, timeout=60)
+        result["status"] = r.status_code
+        result["tokens"] = r.json()["usage"]["completion_tokens"]
+
+    t = threading.Thread(target=long_request)
+    t.start()
+    deadline = time.time() + 10
+    while time.time() < deadline and s.metrics().get(f'hyla:num_requests_running{{model_name="{MODEL_NAME}"}}', 0) < 1:
+        time.sleep(0.01)
+    s.proc.send_signal(signal.SIGTERM)
+    t.join()
+    assert result == {"status": 200, "tokens": 1200}
+    with pytest.raises(requests.ConnectionError):
+        requests.get(s.url + "/health", timeout=2)
+    assert s.proc.wait(timeout=30) == 0
+    assert "draining" in s.logs()
+    s.stop()

@@ -622,12 +622,29 @@ static void test_tool_calls_and_reasoning(void **st) {
     g_real_parser = 0;
 }
 
+/* A prefill longer than the ping interval gets SSE comments before the first token. */
+static void test_sse_ping(void **st) {
+    (void)st;
+    fx f;
+    fx_start(&f, 1, 4, 450000, NULL, 0); /* each step sleeps 0.45 s; pings every 0.2 s */
+    http_res r = do_http(f.port, "POST", "/v1/completions", "{\"prompt\":\"p\",\"max_tokens\":2,\"stream\":true}", NULL);
+    assert_int_equal(r.status, 200);
+    const char *ping = strstr(r.body, ": ping\n\n");
+    const char *data = strstr(r.body, "data: ");
+    assert_non_null(ping);
+    assert_true(data && ping < data);
+    assert_non_null(strstr(r.body, "data: [DONE]"));
+    free(r.body);
+    fx_stop(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_routes_and_shapes),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_queue_full_and_disconnect),
         cmocka_unit_test(test_tool_calls_and_reasoning),
+        cmocka_unit_test(test_sse_ping),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
