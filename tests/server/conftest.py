@@ -102,7 +102,7 @@ class Server:
 
 @pytest.fixture(scope="session")
 def server():
-    s = Server("--max-num-seqs", "8", "--max-model-len", "2048")
+    s = Server("--max-num-seqs", "8", "--max-model-len", "2048", "--prefill-chunk", "64")
     yield s
     s.stop()
 
