@@ -3,6 +3,7 @@ N identical greedy prompts must give one answer, and each prompt must give
 its solo answer), cancellation of abandoned streams, and a bounded load test
 with mixed lengths and errors (no unexpected failures, flat RSS)."""
 import json
+import os
 import random
 import socket
 import threading
@@ -87,9 +88,11 @@ def test_cancelled_streams_free_slots(server):
 def test_load_mixed(server):
     """500 requests over 32 connections: short/long, chat/completions,
     streaming or not, some invalid. Every answer must be the expected kind."""
+    sanitized = os.environ.get("HYLA_E2E_SANITIZED") == "1"
+    n_req = 100 if sanitized else 500
     rng = random.Random(11)
     jobs = []
-    for i in range(500):
+    for i in range(n_req):
         kind = rng.random()
         if kind < 0.1:
             jobs.append(("bad", {"messages": [{"role": "user", "content": "x"}], "temperature": "hot"}))
@@ -131,9 +134,10 @@ def test_load_mixed(server):
     with ThreadPoolExecutor(32) as ex:
         list(ex.map(run, enumerate(jobs)))
     dt = time.time() - t0
-    print(f"\n500 requests in {dt:.1f} s; RSS by hundred (kB): {rss}")
+    print(f"\n{n_req} requests in {dt:.1f} s; RSS by hundred (kB): {rss}")
     assert not failures, failures[:10]
     assert _running(server) == (0, 0)
-    # memory flat: the last hundred does not grow beyond the second one by more than 8 MiB
-    assert len(rss) == 5
-    assert rss[-1] - rss[1] < 8 * 1024, rss
+    if not sanitized:
+        # memory flat: the last hundred does not grow beyond the second one by more than 8 MiB
+        assert len(rss) == 5
+        assert rss[-1] - rss[1] < 8 * 1024, rss
