@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/pytest ]; then
   exit 1
 fi
 # Under ASan/UBSan (make asan) the binary is several times slower and ASan's
-# quarantine makes RSS grow by design: the load test then runs 100 requests
+# quarantine makes RSS grow by design: the heavy tests use less work (see conftest.SANITIZED)
 # and skips its RSS check.
 bin=${HYLA_BIN:-build/hyla}
 if grep -q __asan_init "$bin" 2>/dev/null; then export HYLA_E2E_SANITIZED=1; fi

@@ -20,6 +20,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DATA = os.environ.get("HYLA_DATA_DIR", os.path.join(ROOT, "tests", "data"))
 BIN = os.environ.get("HYLA_BIN", os.path.join(ROOT, "build", "hyla"))
 MODEL_NAME = "tiny"
+# Set by tests/cli/test_server_e2e.sh for sanitizer builds (make asan), which
+# run the model many times slower: the heavy tests then use less work.
+SANITIZED = os.environ.get("HYLA_E2E_SANITIZED") == "1"
 
 
 def _model_dir(tmp):
