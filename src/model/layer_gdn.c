@@ -22,7 +22,7 @@
 
 void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
     const hy_fwd_dims *d = &c->d;
-    const hy_layer_weights *lw = &c->m->w.layers[layer];
+    const hy_layer_mats *lw = &c->lin.layers[layer];
     const hy_layer_f32 *L = &c->layers[layer];
     const hy_gdn_state *st = c->seq->gdn;
     const int T = c->T, Hv = d->Hv, Hk = d->Hk, dk = d->dk, dv = d->dv;
@@ -37,10 +37,10 @@ void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
     int c0, c1, t0, t1;
     hy_split_range((int)C, ith, nth, &c0, &c1);
     if (c1 > c0)
-        hy_gdn_conv_silu(T, (int)C, d->K, c0, c1, c->g_qkv, L->conv_w, hy_gdn_state_conv(st, L->slot), c->g_y);
+        c->gdn->conv_silu(T, (int)C, d->K, c0, c1, c->g_qkv, L->conv_w, hy_gdn_state_conv(st, L->slot), c->g_y);
     hy_split_range(T, ith, nth, &t0, &t1);
     if (t1 > t0)
-        hy_gdn_gates(t1 - t0, Hv, c->g_a + (size_t)t0 * Hv, c->g_b + (size_t)t0 * Hv, L->A_log, L->dt_bias,
+        c->gdn->gates(t1 - t0, Hv, c->g_a + (size_t)t0 * Hv, c->g_b + (size_t)t0 * Hv, L->A_log, L->dt_bias,
                      c->g_g + (size_t)t0 * Hv, c->g_beta + (size_t)t0 * Hv);
     hy_threadpool_barrier(c->tp);
 
@@ -51,8 +51,8 @@ void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
         memcpy(c->g_v + t * VD, y + 2 * KD, VD * sizeof(float));
     }
     if (t1 > t0) {
-        hy_l2norm_scale(c->g_q + t0 * KD, (t1 - t0) * Hk, dk, (float)(1.0 / sqrt((double)dk)));
-        hy_l2norm_scale(c->g_k + t0 * KD, (t1 - t0) * Hk, dk, 1.0f);
+        c->gdn->l2norm_scale(c->g_q + t0 * KD, (t1 - t0) * Hk, dk, (float)(1.0 / sqrt((double)dk)));
+        c->gdn->l2norm_scale(c->g_k + t0 * KD, (t1 - t0) * Hk, dk, 1.0f);
     }
     hy_threadpool_barrier(c->tp);
 
@@ -61,9 +61,9 @@ void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
     if (h1 > h0) {
         float *rec = hy_gdn_state_rec(st, L->slot);
         if (T == 1)
-            hy_gdn_recurrent(&c->gd, T, h0, h1, c->g_q, c->g_k, c->g_v, c->g_g, c->g_beta, rec, c->g_o);
+            c->gdn->recurrent(&c->gd, T, h0, h1, c->g_q, c->g_k, c->g_v, c->g_g, c->g_beta, rec, c->g_o);
         else
-            hy_gdn_chunked(&c->gd, T, HY_GDN_CHUNK, h0, h1, c->g_q, c->g_k, c->g_v, c->g_g, c->g_beta, rec, c->g_o,
+            c->gdn->chunked(&c->gd, T, HY_GDN_CHUNK, h0, h1, c->g_q, c->g_k, c->g_v, c->g_g, c->g_beta, rec, c->g_o,
                            c->chunk_scratch + (size_t)ith * c->chunk_scratch_floats);
     }
     hy_threadpool_barrier(c->tp);

@@ -65,7 +65,10 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
     int rc = hy_isa_select(&k->cpu, request, getenv("HYLA_ISA"), &isa, e);
     if (rc) return rc;
     k->gdn = hy_gdn_ops_get(isa);
-    if (!k->gdn)
+    k->ops = *hy_ops_ref();
+    k->ops.name = hy_isa_name(isa);
+    k->ops.matmul = hy_matmul_get(isa);
+    if (!k->gdn || !k->ops.matmul)
         return hy_err_set(e, HY_E_UNSUPPORTED, "instruction set '%s' is not compiled into this build",
                           hy_isa_name(isa));
     k->isa = isa;
