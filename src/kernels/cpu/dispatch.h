@@ -13,12 +13,14 @@
 
 #include "base/cpu.h"
 #include "base/error.h"
+#include "kernels/attn.h"
 #include "kernels/gdn.h"
 
 typedef struct hy_cpu_kernels {
     hy_isa isa;             /* the selected tier */
     hy_cpu_features cpu;    /* what was detected */
     const hy_gdn_ops *gdn;  /* Gated DeltaNet kernels of that tier */
+    const hy_attn_ops *attn; /* grouped-query attention over the KV cache */
     /* the ops table of kernels/ops.h joins here once it has SIMD variants */
 } hy_cpu_kernels;
 
