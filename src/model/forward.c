@@ -175,6 +175,11 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     if (!c) return hy_err_set(err, HY_E_NOMEM, "forward: out of memory");
     c->m = m;
     c->ops = hy_ops_ref();
+    if ((rc = hy_cpu_kernels_init(&c->kern, opts ? opts->isa : NULL, err))) {
+        free(c);
+        return hy_err_wrap(err, "forward");
+    }
+    c->n_threads = n_threads;
     c->d = d;
     c->gd = (hy_gdn_dims){d.Hk, d.Hv, d.dk, d.dv};
     c->max_chunk = max_chunk;
@@ -230,9 +235,16 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
                      2 * rounded((size_t)d.key_dim));
     c->work_floats = attn_w > gdn_w ? attn_w : gdn_w;
     if (ffn_w > c->work_floats) c->work_floats = ffn_w;
-    c->chunk_scratch_floats = n_gdn ? rounded(hy_gdn_chunked_scratch_floats(&c->gd, HY_GDN_CHUNK)) : 0;
+    /* per-thread kernel scratch; prepared GDN chunks of a whole step (all heads x chunks) */
+    c->attn_tb = n_attn ? (d.Hq / d.Hkv >= 64 ? 1 : 64 / (d.Hq / d.Hkv)) : 1;
+    c->thr_work_floats = 0;
+    if (n_gdn) c->thr_work_floats = rounded(hy_gdn_chunk_work_floats(&c->gd, HY_GDN_CHUNK));
+    if (n_attn && rounded(hy_attn_work_floats(c->attn_tb * (d.Hq / d.Hkv))) > c->thr_work_floats)
+        c->thr_work_floats = rounded(hy_attn_work_floats(c->attn_tb * (d.Hq / d.Hkv)));
+    c->gdn_prep_floats = n_gdn ? rounded(hy_gdn_chunk_prep_floats(&c->gd, HY_GDN_CHUNK)) : 0;
+    const size_t n_prep = n_gdn ? (size_t)d.Hv * (C / HY_GDN_CHUNK) : 0;
     size_t total = 2 * C * rounded((size_t)d.D) + 2 * C * rounded((size_t)d.rot_half) + c->work_floats +
-                   (size_t)n_threads * c->chunk_scratch_floats;
+                   (size_t)n_threads * c->thr_work_floats + n_prep * c->gdn_prep_floats;
     c->scratch_bytes = total * sizeof(float);
     float *s = hy_calloc_aligned(total, sizeof(float));
     if (!s) {
@@ -245,7 +257,8 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     c->xn = take(&s, C * d.D);
     c->rope_cos = take(&s, C * d.rot_half);
     c->rope_sin = take(&s, C * d.rot_half);
-    c->chunk_scratch = take(&s, (size_t)n_threads * c->chunk_scratch_floats);
+    c->thr_work = take(&s, (size_t)n_threads * c->thr_work_floats);
+    c->gdn_prep = take(&s, n_prep * c->gdn_prep_floats);
     c->work = s;
     float *q = c->work;
     if (n_attn) {
@@ -294,6 +307,8 @@ void hy_ctx_free(hy_ctx *c) {
 }
 
 int hy_ctx_threads(const hy_ctx *c) { return hy_threadpool_size(c->tp); }
+
+const char *hy_ctx_isa(const hy_ctx *c) { return hy_isa_name(c->kern.isa); }
 
 size_t hy_ctx_bytes(const hy_ctx *c) { return c->scratch_bytes + c->small_floats * sizeof(float); }
 

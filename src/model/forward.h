@@ -17,7 +17,8 @@
  * the step size). A step of one token uses the recurrent GDN kernel, a longer
  * one the chunked kernel. All activations, accumulations and states are fp32.
  * Each output element is computed by exactly one thread with a fixed order of
- * operations, so results are bit-identical for every thread count.
+ * operations, so results are bit-identical for every thread count (for a given
+ * kernel tier: the SIMD tiers differ from the scalar one by rounding).
  *
  * Threading: a hy_ctx and the hy_seq passed to it are used by one caller thread
  * at a time; the model is shared read-only by any number of contexts.
@@ -42,6 +43,7 @@ typedef struct hy_seq hy_seq;
 typedef struct hy_ctx_opts {
     int n_threads; /* compute threads including the caller; <= 0 means 1 */
     int max_chunk; /* tokens per internal step; <= 0 means HY_DEFAULT_MAX_CHUNK; rounded up to a multiple of 64 */
+    const char *isa; /* CPU kernel tier "ref" | "avx2" | "avx512"; NULL, "" or "auto": $HYLA_ISA, else the best */
 } hy_ctx_opts;
 
 /* Validates the model (shapes, dtypes: matrices F32/BF16/F16 used in place),
@@ -49,6 +51,8 @@ typedef struct hy_ctx_opts {
 int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_err *err);
 void hy_ctx_free(hy_ctx *ctx);
 int hy_ctx_threads(const hy_ctx *ctx);
+/* Name of the CPU kernel tier the context runs ("ref", "avx2", "avx512"). */
+const char *hy_ctx_isa(const hy_ctx *ctx);
 /* Bytes of scratch + converted small tensors held by the context. */
 size_t hy_ctx_bytes(const hy_ctx *ctx);
 

@@ -11,7 +11,9 @@
  *  - the longest all-positions prompt fed in splits (1+62+66, 64+64+1, 100+29)
  *    and token by token agrees with one call within TOL_SPLIT;
  *  - every recorded greedy continuation is reproduced exactly;
- *  - 1 vs 2 threads is bit-identical.
+ *  - 1 vs 2 threads is bit-identical;
+ *  - all of the above for every CPU kernel tier this machine runs (ref, avx2,
+ *    avx512), or only for $HYLA_ISA when it is set.
  *
  * Why not 1e-4 (fp32) / 1e-3 (bf16) vs HF and 1e-5 for splits: the fixtures
  * amplify fp32 rounding ~100x (8 random layers, |logit| up to ~20), so HF fp32
@@ -109,7 +111,9 @@ static float *run_all(hy_ctx *ctx, hy_seq *seq, const int32_t *ids, int n, const
     return lg;
 }
 
-static void check_model(const char *name, double *worst_out) {
+/* exact: per prompt index, the double reference's logits (all positions), computed by the
+ * first tier and reused by the others (it costs more than our forward pass). */
+static void check_model(const char *name, const char *isa, double **exact_cache, size_t cache_n, double *worst_out) {
     char *mpath = data_pathf("golden/%s/manifest.json", name);
     json_error_t jerr;
     json_t *man = json_load_file(mpath, 0, &jerr);
@@ -128,7 +132,7 @@ static void check_model(const char *name, double *worst_out) {
     const double tol = TOL_HF;
 
     hy_ctx *ctx = NULL, *ctx2 = NULL;
-    hy_ctx_opts o1 = {.n_threads = 1}, o2 = {.n_threads = 2};
+    hy_ctx_opts o1 = {.n_threads = 1, .isa = isa}, o2 = {.n_threads = 2, .isa = isa};
     assert_int_equal(hy_ctx_create(&ctx, m, &o1, &err), 0);
     assert_int_equal(hy_ctx_create(&ctx2, m, &o2, &err), 0);
     hy_seq *seq = NULL;
@@ -160,17 +164,19 @@ static void check_model(const char *name, double *worst_out) {
         /* exact result from the double-precision reference (all positions; keep the rows compared) */
         double e_ours = 0, e_hf = 0;
         if (!SANITIZED) {
-            double *exact = malloc(sizeof(double) * (size_t)n * V);
-            ref_forward(m, ids, n, 0, 0, exact);
-            const double *ex = exact + (size_t)(n - (int)rows) * V;
+            assert_true(pi < cache_n);
+            if (!exact_cache[pi]) {
+                exact_cache[pi] = malloc(sizeof(double) * (size_t)n * V);
+                ref_forward(m, ids, n, 0, 0, exact_cache[pi]);
+            }
+            const double *ex = exact_cache[pi] + (size_t)(n - (int)rows) * V;
             e_ours = max_abs_fd(got, ex, rows * V);
             e_hf = max_abs_fd(want, ex, rows * V);
-            free(exact);
         }
         if (e_ours > worst_ours) worst_ours = e_ours;
         if (e_hf > worst_hf) worst_hf = e_hf;
-        printf("%-15s %-7s T=%-4d %-4s vs HF max|d| = %.3g (tol %.0e) | vs exact: ours %.3g, HF %.3g\n", name,
-               pname, n, all ? "all" : "last", e, tol, e_ours, e_hf);
+        printf("%-15s %-6s %-7s T=%-4d %-4s vs HF max|d| = %.3g (tol %.0e) | vs exact: ours %.3g, HF %.3g\n",
+               name, hy_ctx_isa(ctx), pname, n, all ? "all" : "last", e, tol, e_ours, e_hf);
         if (e > worst) worst = e;
         assert_true(e <= tol);
         assert_true(e_ours <= TOL_EXACT);
@@ -287,10 +293,16 @@ static void test_golden_all(void **st) {
                 memcpy(names[i], names[j], sizeof t);
                 memcpy(names[j], t, sizeof t);
             }
+    const char *tiers[8];
+    const int n_tiers = hy_test_isa_tiers(tiers, 8);
     for (int i = 0; i < n; i++) {
-        double w;
-        check_model(names[i], &w);
-        printf("%-15s worst max|d| over prompts = %.3g\n", names[i], w);
+        double *exact[64] = {0};
+        for (int ti = 0; ti < n_tiers; ti++) {
+            double w;
+            check_model(names[i], tiers[ti], exact, 64, &w);
+            printf("%-15s %-6s worst max|d| over prompts = %.3g\n", names[i], tiers[ti], w);
+        }
+        for (int k = 0; k < 64; k++) free(exact[k]);
     }
 }
 
