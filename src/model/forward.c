@@ -355,6 +355,18 @@ void hy_seq_reset(hy_seq *s) {
     hy_gdn_state_reset(s->gdn);
 }
 
+int hy_seq_rewind(hy_seq *s, int pos, const hy_gdn_state *snap, hy_err *err) {
+    const hy_gdn_state *g = s->gdn;
+    if (pos < 0 || pos > s->pos)
+        return hy_err_set(err, HY_E_RANGE, "sequence: cannot rewind to %d (at position %d)", pos, s->pos);
+    if (!snap || snap->n_layers != g->n_layers || snap->rec_floats != g->rec_floats ||
+        snap->conv_floats != g->conv_floats)
+        return hy_err_set(err, HY_E_INVALID, "sequence: GDN snapshot does not match the sequence's state sizes");
+    hy_gdn_state_copy(s->gdn, snap);
+    s->pos = pos;
+    return HY_OK;
+}
+
 int hy_seq_pos(const hy_seq *s) { return s->pos; }
 int hy_seq_capacity(const hy_seq *s) { return s->max_tokens; }
 size_t hy_seq_bytes(const hy_seq *s) { return s->kv->bytes + s->gdn->bytes; }
