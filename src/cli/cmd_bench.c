@@ -210,9 +210,13 @@ static int bench_test(bench *b, bool pp, int n, bool warmup, hy_err *err) {
     if (b->depth) snprintf(name, sizeof name, "%s%d @ d%d", pp ? "pp" : "tg", n, b->depth);
     else snprintf(name, sizeof name, "%s%d", pp ? "pp" : "tg", n);
     if (b->csv) {
-        printf("%s%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,%.0f,%.0f,%.3f,%.3f,%.5f,%.5f,%.5f,%.5f,%.3f,%.3f,%d\n",
-               pp ? "pp" : "tg", n, b->depth, n, R, m_tps, s_tps, m_tpsc, s_tpsc, (double)k->decode_weight_bytes,
-               state_per_tok, m_bw, m_bwc, m_f, s_f, m_fs, m_fc, gf, gfc, b->all_finite ? 1 : 0);
+        printf("%s%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,", pp ? "pp" : "tg", n, b->depth, n, R, m_tps, s_tps, m_tpsc,
+               s_tpsc);
+        if (pp) printf(",,%.3f,%.3f,,,,,", m_bw, m_bwc); /* bytes/token and %BW are decode figures */
+        else
+            printf("%.0f,%.0f,%.3f,%.3f,%.5f,%.5f,%.5f,%.5f,", (double)k->decode_weight_bytes, state_per_tok, m_bw,
+                   m_bwc, m_f, s_f, m_fs, m_fc);
+        printf("%.3f,%.3f,%d\n", gf, gfc, b->all_finite ? 1 : 0);
     } else if (pp) {
         printf("| %-14s | %9.2f ± %5.2f | %9.2f | %8s | %8s | %7s | %13s | %6s | %8s | %8.1f | %8.1f |\n", name, m_tps,
                s_tps, m_tpsc, "-", "-", "-", "-", "-", "-", gf, gfc);
@@ -342,14 +346,15 @@ HY_CMD(bench) {
     }
 
     const hy_fwd_costs *k = &b.costs;
-    printf("model: %s (%d layers, hidden %d, vocab %d)\n", dir, m->hp.num_hidden_layers, m->hp.hidden_size, V);
-    printf("weights: %s; decode streams %.3f GB/token (linears %.3f Gparams, lm_head %.3f Gparams); GDN state %.2f MB; "
+    const char *pre = b.csv ? "# " : "";
+    printf("%smodel: %s (%d layers, hidden %d, vocab %d)\n", pre, dir, m->hp.num_hidden_layers, m->hp.hidden_size, V);
+    printf("%sweights: %s; decode streams %.3f GB/token (linears %.3f Gparams, lm_head %.3f Gparams); GDN state %.2f MB; "
            "KV %.1f KiB/position\n",
-           weights, k->decode_weight_bytes / 1e9, k->linear_params / 1e9, k->lm_head_params / 1e9,
+           pre, weights, k->decode_weight_bytes / 1e9, k->linear_params / 1e9, k->lm_head_params / 1e9,
            k->gdn_state_bytes / 1e6, k->kv_bytes_per_pos / 1024.0);
-    printf("kernels: %s, %d threads, %d reps (+%s warm-up), chunk %d, bandwidth measured before every rep on %d MiB\n",
-           hy_ctx_isa(b.ctx), threads, reps, warmup ? "1" : "no", chunk, bw_mib);
-    printf("(machine may be shared: compare the ratios and the cpu columns, not absolute wall figures)\n\n");
+    printf("%skernels: %s, %d threads, %d reps (+%s warm-up), chunk %d, bandwidth measured before every rep on %d MiB\n",
+           pre, hy_ctx_isa(b.ctx), threads, reps, warmup ? "1" : "no", chunk, bw_mib);
+    if (!b.csv) printf("(machine may be shared: compare the ratios and the cpu columns, not absolute wall figures)\n\n");
     print_header(&b);
 
     for (int di = 0; di < n_d; di++) {
@@ -367,7 +372,14 @@ HY_CMD(bench) {
         for (int i = 0; i < n_tg; i++)
             if (tgs[i] > 0 && bench_test(&b, false, tgs[i], warmup, &err)) goto fail;
     }
-    if (!b.csv) {
+    if (b.csv) {
+        printf("# memory: context_bytes=%zu seq_reserved_bytes=%zu kv_capacity=%lld kv_used_bytes=%.0f "
+               "gdn_state_bytes=%llu peak_rss_bytes=%lld bw_buffer_bytes=%zu\n",
+               hy_ctx_bytes(b.ctx), hy_seq_bytes(b.seq), cap, (double)k->kv_bytes_per_pos * hy_seq_pos(b.seq),
+               (unsigned long long)k->gdn_state_bytes, proc_status_kb("VmHWM"), b.bw_floats * sizeof(float));
+        printf("# logits: %s\n", b.all_finite ? "finite" : "non-finite");
+        printf("# kernels: %s threads=%d\n", hy_ctx_isa(b.ctx), threads);
+    } else {
         printf("\nmemory: context %.1f MiB, sequence %.1f MiB reserved (KV capacity %lld positions, %.1f MiB used at "
                "the end; GDN state %.1f MiB), peak RSS %.1f MiB (incl. %d MiB bandwidth buffer)\n",
                hy_ctx_bytes(b.ctx) / 1048576.0, hy_seq_bytes(b.seq) / 1048576.0, cap,
