@@ -47,6 +47,22 @@ static inline float hy_f16_to_f32(uint16_t h) {
     return hy_bits_to_f32(sign | ((exp + 112u) << 23) | (man << 13));
 }
 
+/* fp32 -> fp16 bits, round to nearest even; overflow gives ±inf, NaN stays a quiet NaN. */
+static inline uint16_t hy_f32_to_f16(float f) {
+    const uint32_t u = hy_f32_to_bits(f);
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    const uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return sign | 0x7e00u;
+    if (a >= 0x477ff000u) return sign | 0x7c00u; /* >= 65520 rounds to inf */
+    if (a < 0x38800000u) {                       /* < 2^-14: subnormal, steps of 2^-24 */
+        const float s = hy_bits_to_f32(a) * 0x1p24f;  /* exact, < 1024 */
+        return sign | (uint16_t)((s + 0x1p23f) - 0x1p23f); /* 1024 rounds into the smallest normal */
+    }
+    uint32_t m = a >> 13, r = a & 0x1fffu;
+    m += (r > 0x1000u || (r == 0x1000u && (m & 1u)));
+    return sign | (uint16_t)(m - ((127u - 15u) << 10));
+}
+
 /* fp8 e4m3fn (the OCP "fn" variant used by PyTorch/HF FP8 checkpoints):
  * bias 7, no infinities, S.1111.111 is NaN, max 448. */
 static inline float hy_fp8_e4m3_to_f32(uint8_t b) {

@@ -1,6 +1,7 @@
 /*
  * `hyla bench -m DIR [-p 512[,N...]] [-n 128[,N...]] [-d 0[,D...]] [-t N] [-r R]
- *             [--weights auto] [--isa auto] [--chunk N] [--bw-mib M] [--seed S] [-o md|csv]`
+ *             [--weights auto|bf16|fp8|q8|q4] [--quant-lm-head] [--quant-gdn-ab] [--fast-prefill]
+ *             [--isa auto] [--chunk N] [--bw-mib M] [--seed S] [--no-warmup] [-o md|csv]`
  *
  * llama-bench-like throughput table. For every depth d (tokens already in the sequence,
  * prefilled once, untimed) and every test: pp<N> = one prefill of N tokens, tg<N> = N
@@ -49,7 +50,10 @@ static void usage(FILE *f) {
             "  -d LIST             context depths: tokens prefilled (untimed) before each test (default 0)\n"
             "  -t, --threads N     compute threads (default 2)\n"
             "  -r, --reps R        timed repetitions per test (default 5)\n"
-            "  --weights FMT       weight format the context computes with (default auto = as stored)\n"
+            "  --weights FMT       matrix format: auto (as stored) | bf16 | fp8 | q8 | q4, converted at load\n"
+            "  --quant-lm-head     lm_head follows --weights too (default: kept as stored)\n"
+            "  --quant-gdn-ab      GDN in_proj_a / in_proj_b follow --weights too\n"
+            "  --fast-prefill      bf16 activations in prefill matmuls\n"
             "  --isa NAME          CPU kernel tier: auto | ref | avx2 | avx512 (default auto: $HYLA_ISA or best)\n"
             "  --chunk N           tokens per internal prefill step (default %d)\n"
             "  --bw-mib M          buffer of the on-the-spot bandwidth measurement (default 512; 0 = skip)\n"
@@ -235,7 +239,8 @@ HY_CMD(bench) {
     const char *dir = NULL, *weights = "auto", *isa = NULL, *fmt = "md";
     int pps[MAX_LIST] = {512}, n_pp = 1, tgs[MAX_LIST] = {128}, n_tg = 1, depths[MAX_LIST] = {0}, n_d = 1;
     int threads = 2, reps = 5, chunk = 0, bw_mib = 512, seed = 1;
-    bool warmup = true;
+    bool warmup = true, fast_prefill = false;
+    unsigned quant_flags = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_val = i + 1 < argc;
@@ -264,6 +269,12 @@ HY_CMD(bench) {
             if (hy_cli_parse_int("--bw-mib", argv[++i], 0, 1 << 16, &bw_mib)) return 2;
         } else if (!strcmp(a, "--seed") && has_val) {
             if (hy_cli_parse_int("--seed", argv[++i], 0, 1 << 30, &seed)) return 2;
+        } else if (!strcmp(a, "--quant-lm-head")) {
+            quant_flags |= HY_QUANT_LM_HEAD;
+        } else if (!strcmp(a, "--quant-gdn-ab")) {
+            quant_flags |= HY_QUANT_GDN_AB;
+        } else if (!strcmp(a, "--fast-prefill")) {
+            fast_prefill = true;
         } else if (!strcmp(a, "--no-warmup")) {
             warmup = false;
         } else if (!strcmp(a, "-o") && has_val) {
@@ -283,13 +294,9 @@ HY_CMD(bench) {
         usage(stderr);
         return 2;
     }
-    /* Seam for the weight formats (fp8 / q8 / q4 conversion at load): when hy_ctx_opts gains
-     * its weight-format field, pass `weights` into it below and drop this check. */
-    if (strcmp(weights, "auto")) {
-        fprintf(stderr,
-                "hyla bench: --weights %s: this build computes with the weights as stored; only 'auto' is "
-                "accepted\n",
-                weights);
+    const int wreq = hy_wreq_parse(weights);
+    if (wreq < 0) {
+        fprintf(stderr, "hyla bench: --weights expects auto, bf16, fp8, q8 or q4, got '%s'\n", weights);
         return 2;
     }
     int max_d = 0, max_run = 1;
@@ -316,7 +323,8 @@ HY_CMD(bench) {
     if (hy_model_load(&m, dir, &err)) goto fail;
     b.m = m;
     if (chunk == 0) chunk = HY_DEFAULT_MAX_CHUNK;
-    hy_ctx_opts o = {.n_threads = threads, .max_chunk = chunk, .isa = isa};
+    hy_ctx_opts o = {.n_threads = threads, .max_chunk = chunk, .isa = isa, .weights = (hy_wreq)wreq,
+                     .quant_flags = quant_flags, .fast_prefill = fast_prefill};
     if (hy_ctx_create(&b.ctx, m, &o, &err) || hy_seq_create(&b.seq, m, (int)cap, &err)) goto fail;
     const hy_gdn_state *gs = hy_seq_gdn_state(b.seq);
     if (hy_gdn_state_create(&b.snap, gs->n_layers, &gs->d, gs->conv_kernel, &err)) goto fail;
@@ -352,8 +360,11 @@ HY_CMD(bench) {
            "KV %.1f KiB/position\n",
            pre, weights, k->decode_weight_bytes / 1e9, k->linear_params / 1e9, k->lm_head_params / 1e9,
            k->gdn_state_bytes / 1e6, k->kv_bytes_per_pos / 1024.0);
-    printf("%skernels: %s, %d threads, %d reps (+%s warm-up), chunk %d, bandwidth measured before every rep on %d MiB\n",
-           pre, hy_ctx_isa(b.ctx), threads, reps, warmup ? "1" : "no", chunk, bw_mib);
+    printf("%skernels: %s, %d threads, %d reps (+%s warm-up), chunk %d%s%s%s, bandwidth measured before every rep "
+           "on %d MiB\n",
+           pre, hy_ctx_isa(b.ctx), threads, reps, warmup ? "1" : "no", chunk, fast_prefill ? ", fast prefill" : "",
+           quant_flags & HY_QUANT_LM_HEAD ? ", quantized lm_head" : "",
+           quant_flags & HY_QUANT_GDN_AB ? ", quantized GDN a/b" : "", bw_mib);
     if (!b.csv) printf("(machine may be shared: compare the ratios and the cpu columns, not absolute wall figures)\n\n");
     print_header(&b);
 

@@ -9,28 +9,30 @@
  * (rows, heads, tokens) and touches nothing else, so callers split work by
  * output and results do not depend on the thread count. No op allocates.
  *
- * Weights: matrices are used as stored ([out, in] row-major, F32 / BF16 / F16)
- * and converted element by element inside the dot product with fp32
- * accumulation; they are never copied to fp32.
+ * Matmul: weight formats, semantics and tolerances live in kernels/matmul.h; the
+ * table's matmul is the tier's kernel (hy_ref_matmul_mat for "ref"). SIMD tiers
+ * sum float products in their own (fixed) order, so they match the reference
+ * within the tolerances stated in tests/kernels/test_matmul_simd.c, and Q8/Q4
+ * bit for bit.
  */
 #ifndef HY_KERNELS_OPS_H
 #define HY_KERNELS_OPS_H
 
 #include "base/dtype.h"
 #include "base/tensor.h"
+#include "kernels/matmul.h"
 
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* The hot ops as a table so a SIMD build can replace them (cpu/dispatch.c later). */
+/* The hot ops as a table; cpu/dispatch.c fills one per tier (hy_cpu_kernels.ops). */
 typedef struct hy_ops {
     const char *name;
-    /* For o in [o0, o1), t in [0, T): d = W[o,:]·x[t*ldx + :];
-     * y[t*ldy + o] = d (or += d when accumulate). W is [out, in], in = W->shape[1]. */
-    void (*matmul)(const hy_tensor *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
-                   bool accumulate);
+    /* For o in [o0, o1), t in [0, T): d = W[o,:]·x[t*ldx + :]; y[t*ldy + o] = d (or += d
+     * when accumulate), with per-thread scratch: see kernels/matmul.h. */
+    hy_matmul_fn matmul;
     /* One query head against n_kv keys/values (positions 0..n_kv-1, ld floats
      * apart): out[dh] = softmax(q·k_j * scale) · v. fp32 throughout. */
     void (*attn_head)(const float *q, const float *k, const float *v, size_t ld, int n_kv, int dh, float scale,
@@ -39,7 +41,9 @@ typedef struct hy_ops {
 
 const hy_ops *hy_ops_ref(void);
 
-/* Reference implementations (also reachable through hy_ops_ref()). */
+/* Reference implementations (hy_ops_ref() holds hy_ref_matmul_mat and hy_ref_attn_head).
+ * hy_ref_matmul: the same reference on a checkpoint tensor (F32 / BF16 / F16) read in
+ * place, no scratch needed. */
 void hy_ref_matmul(const hy_tensor *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
                    bool accumulate);
 void hy_ref_attn_head(const float *q, const float *k, const float *v, size_t ld, int n_kv, int dh, float scale,

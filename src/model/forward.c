@@ -77,15 +77,19 @@ static int dims_from_hparams(const hy_hparams *hp, hy_fwd_dims *d, hy_err *err) 
 
 static const char *tname(const hy_tensor *t, const char *what) { return t->name ? t->name : what; }
 
-/* A matrix read in place by the matmul: exact [rows, cols] shape and a supported dtype. */
+/* A matrix of the matmuls: exact [rows, cols] shape and a dtype the kernels read (F32, BF16,
+ * F16, or F8_E4M3 with its block scales attached). */
 static int check_matrix(const hy_tensor *t, const char *what, int layer, int64_t rows, int64_t cols, hy_err *err) {
     if (!t->data)
         return hy_err_set(err, HY_E_NOT_FOUND, "forward: layer %d: tensor %s is missing", layer, tname(t, what));
     if (t->ndim != 2 || t->shape[0] != rows || t->shape[1] != cols)
         return hy_err_set(err, HY_E_INVALID, "forward: layer %d: tensor %s: expected shape [%lld, %lld]", layer,
                           tname(t, what), (long long)rows, (long long)cols);
-    if (!hy_ops_matmul_dtype_ok(t->dtype))
-        return hy_err_set(err, HY_E_UNSUPPORTED, "forward: tensor %s: dtype %s not supported (F32, BF16, F16)",
+    if (t->dtype == HY_DTYPE_F8_E4M3 && !t->scale_inv)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "forward: tensor %s: F8_E4M3 without its weight_scale_inv",
+                          tname(t, what));
+    if (!hy_ops_matmul_dtype_ok(t->dtype) && t->dtype != HY_DTYPE_F8_E4M3)
+        return hy_err_set(err, HY_E_UNSUPPORTED, "forward: tensor %s: dtype %s not supported (F32, BF16, F16, F8_E4M3)",
                           tname(t, what), hy_dtype_name(t->dtype));
     if (t->nbytes && t->nbytes < (size_t)rows * (size_t)cols * hy_dtype_size(t->dtype))
         return hy_err_set(err, HY_E_INVALID, "forward: tensor %s: %zu bytes, shape needs more", tname(t, what),
@@ -111,6 +115,9 @@ static int check_weights(const hy_model *m, const hy_fwd_dims *d, hy_err *err) {
     int rc;
     if (!w->layers) return hy_err_set(err, HY_E_INVALID, "forward: model has no layer weights");
     if ((rc = check_matrix(&w->embed_tokens, "embed_tokens", -1, d->vocab, d->D, err))) return rc;
+    if (!hy_ops_matmul_dtype_ok(w->embed_tokens.dtype)) /* a row lookup, not a matmul */
+        return hy_err_set(err, HY_E_UNSUPPORTED, "forward: tensor %s: dtype %s not supported (F32, BF16, F16)",
+                          tname(&w->embed_tokens, "embed_tokens"), hy_dtype_name(w->embed_tokens.dtype));
     if ((rc = check_matrix(&w->lm_head, "lm_head", -1, d->vocab, d->D, err))) return rc;
     if ((rc = check_small(&w->norm, "norm", -1, d->D, err))) return rc;
     for (int l = 0; l < d->L; l++) {
@@ -174,12 +181,23 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     hy_ctx *c = calloc(1, sizeof *c);
     if (!c) return hy_err_set(err, HY_E_NOMEM, "forward: out of memory");
     c->m = m;
-    c->ops = hy_ops_ref();
     if ((rc = hy_cpu_kernels_init(&c->kern, opts ? opts->isa : NULL, err))) {
-        free(c);
+        hy_ctx_free(c);
         return hy_err_wrap(err, "forward");
     }
     c->n_threads = n_threads;
+    c->ops = &c->kern.ops;
+    c->gdn = c->kern.gdn;
+    c->act = opts && opts->fast_prefill ? HY_ACT_BF16 : HY_ACT_F32;
+    if ((rc = hy_threadpool_create(&c->tp, n_threads, err))) {
+        hy_ctx_free(c);
+        return hy_err_wrap(err, "forward");
+    }
+    if ((rc = hy_linears_create(&c->lin, m, opts ? opts->weights : HY_WEIGHTS_AUTO, opts ? opts->quant_flags : 0,
+                                c->tp, err))) {
+        hy_ctx_free(c);
+        return hy_err_wrap(err, "forward");
+    }
     c->d = d;
     c->gd = (hy_gdn_dims){d.Hk, d.Hv, d.dk, d.dv};
     c->max_chunk = max_chunk;
@@ -243,8 +261,13 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
         c->thr_work_floats = rounded(hy_attn_work_floats(c->attn_tb * (d.Hq / d.Hkv)));
     c->gdn_prep_floats = n_gdn ? rounded(hy_gdn_chunk_prep_floats(&c->gd, HY_GDN_CHUNK)) : 0;
     const size_t n_prep = n_gdn ? (size_t)d.Hv * (C / HY_GDN_CHUNK) : 0;
+    int max_cols = d.D > d.F ? d.D : d.F;
+    if (n_attn && d.Hq * d.Dh > max_cols) max_cols = d.Hq * d.Dh;
+    if (n_gdn && d.value_dim > max_cols) max_cols = d.value_dim;
+    c->mm_scratch_bytes = hy_matmul_scratch_bytes(max_cols);
     size_t total = 2 * C * rounded((size_t)d.D) + 2 * C * rounded((size_t)d.rot_half) + c->work_floats +
-                   (size_t)n_threads * c->thr_work_floats + n_prep * c->gdn_prep_floats;
+                   (size_t)n_threads * c->thr_work_floats + n_prep * c->gdn_prep_floats +
+                   (size_t)n_threads * (c->mm_scratch_bytes / sizeof(float));
     c->scratch_bytes = total * sizeof(float);
     float *s = hy_calloc_aligned(total, sizeof(float));
     if (!s) {
@@ -259,6 +282,7 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     c->rope_sin = take(&s, C * d.rot_half);
     c->thr_work = take(&s, (size_t)n_threads * c->thr_work_floats);
     c->gdn_prep = take(&s, n_prep * c->gdn_prep_floats);
+    c->mm_scratch = (unsigned char *)take(&s, (size_t)n_threads * (c->mm_scratch_bytes / sizeof(float)));
     c->work = s;
     float *q = c->work;
     if (n_attn) {
@@ -289,10 +313,6 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     c->f_up = take(&q, C * d.F);
     HY_ASSERT((size_t)(q - c->work) <= c->work_floats);
 
-    if ((rc = hy_threadpool_create(&c->tp, n_threads, err))) {
-        hy_ctx_free(c);
-        return hy_err_wrap(err, "forward");
-    }
     *out = c;
     return HY_OK;
 }
@@ -300,6 +320,7 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
 void hy_ctx_free(hy_ctx *c) {
     if (!c) return;
     hy_threadpool_free(c->tp);
+    hy_linears_free(&c->lin);
     hy_free(c->x);
     hy_free(c->small);
     free(c->layers);
@@ -308,9 +329,13 @@ void hy_ctx_free(hy_ctx *c) {
 
 int hy_ctx_threads(const hy_ctx *c) { return hy_threadpool_size(c->tp); }
 
+size_t hy_ctx_bytes(const hy_ctx *c) {
+    return c->scratch_bytes + c->small_floats * sizeof(float) + (size_t)c->lin.bytes_owned;
+}
+
 const char *hy_ctx_isa(const hy_ctx *c) { return hy_isa_name(c->kern.isa); }
 
-size_t hy_ctx_bytes(const hy_ctx *c) { return c->scratch_bytes + c->small_floats * sizeof(float); }
+const hy_linears *hy_ctx_linears(const hy_ctx *c) { return &c->lin; }
 
 /* ---------------------------------------------------------------- sequences */
 
@@ -382,11 +407,25 @@ void hy_fwd_norm_rows(const hy_ctx *c, const float *x, const float *w, bool one_
     for (int t = t0; t < t1; t++) hy_ref_rmsnorm(x + t * D, w, (int)D, c->d.eps, one_plus, y + t * D);
 }
 
-void hy_fwd_matmul(const hy_ctx *c, const hy_tensor *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
+void hy_fwd_rows(const hy_mat *W, int ith, int nth, int *o0, int *o1) {
+    const int a = hy_matmul_row_align(W->fmt), nb = (W->rows + a - 1) / a;
+    int b0, b1;
+    hy_split_range(nb, ith, nth, &b0, &b1);
+    *o0 = b0 * a;
+    *o1 = b1 * a < W->rows ? b1 * a : W->rows;
+}
+
+void hy_fwd_matmul_rows(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
+                        int o0, int o1, bool accumulate, int ith) {
+    if (o1 > o0)
+        c->ops->matmul(W, T, x, ldx, y, ldy, o0, o1, accumulate, c->act, c->mm_scratch + (size_t)ith * c->mm_scratch_bytes);
+}
+
+void hy_fwd_matmul(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
                    bool accumulate, int ith, int nth) {
     int o0, o1;
-    hy_split_range((int)W->shape[0], ith, nth, &o0, &o1);
-    if (o1 > o0) c->ops->matmul(W, T, x, ldx, y, ldy, o0, o1, accumulate);
+    hy_fwd_rows(W, ith, nth, &o0, &o1);
+    hy_fwd_matmul_rows(c, W, T, x, ldx, y, ldy, o0, o1, accumulate, ith);
 }
 
 static void step_job(void *arg, int ith, int nth) {
@@ -416,12 +455,12 @@ static void step_job(void *arg, int ith, int nth) {
     if (c->all_logits) {
         hy_fwd_norm_rows(c, c->x, c->final_norm, true, c->xn, ith, nth);
         hy_threadpool_barrier(c->tp);
-        hy_fwd_matmul(c, &c->m->w.lm_head, c->T, c->xn, D, c->logits, (size_t)d->vocab, false, ith, nth);
+        hy_fwd_matmul(c, &c->lin.lm_head, c->T, c->xn, D, c->logits, (size_t)d->vocab, false, ith, nth);
     } else {
         const size_t last = (size_t)(c->T - 1) * D;
         if (ith == 0) hy_ref_rmsnorm(c->x + last, c->final_norm, (int)D, d->eps, true, c->xn + last);
         hy_threadpool_barrier(c->tp);
-        hy_fwd_matmul(c, &c->m->w.lm_head, 1, c->xn + last, D, c->logits, (size_t)d->vocab, false, ith, nth);
+        hy_fwd_matmul(c, &c->lin.lm_head, 1, c->xn + last, D, c->logits, (size_t)d->vocab, false, ith, nth);
     }
 }
 

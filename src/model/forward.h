@@ -2,10 +2,11 @@
  * Forward pass of the qwen3_5 text model on CPU (spec §3–§6, §8).
  *
  * hy_ctx: an engine context bound to one loaded model: the compute thread pool,
- * fp32 copies of the small tensors (norm weights, conv1d, A_log, dt_bias; the big
- * matrices are read in place from the checkpoint), and scratch sized for one
- * internal step of at most max_chunk tokens, allocated once (no allocation in
- * the token loop).
+ * the kernel tier (kernels/cpu/dispatch.h), the matrices in the format the options
+ * ask for (model/linears.h: read in place from the checkpoint, or converted copies
+ * the context owns), fp32 copies of the small tensors (norm weights, conv1d, A_log,
+ * dt_bias), and scratch sized for one internal step of at most max_chunk tokens,
+ * allocated once (no allocation in the token loop).
  *
  * hy_seq: one sequence's state: attention KV cache (capacity max_tokens), GDN
  * recurrent + conv state, and the number of tokens consumed so far. A call
@@ -18,7 +19,7 @@
  * one the chunked kernel. All activations, accumulations and states are fp32.
  * Each output element is computed by exactly one thread with a fixed order of
  * operations, so results are bit-identical for every thread count (for a given
- * kernel tier: the SIMD tiers differ from the scalar one by rounding).
+ * kernel tier and weight format: the SIMD tiers differ from the scalar one by rounding).
  *
  * Threading: a hy_ctx and the hy_seq passed to it are used by one caller thread
  * at a time; the model is shared read-only by any number of contexts.
@@ -29,6 +30,7 @@
 #include "base/error.h"
 #include "memory/gdn_state.h"
 #include "memory/kv_cache.h"
+#include "model/linears.h"
 #include "model/model.h"
 
 #include <stdbool.h>
@@ -43,18 +45,25 @@ typedef struct hy_seq hy_seq;
 typedef struct hy_ctx_opts {
     int n_threads; /* compute threads including the caller; <= 0 means 1 */
     int max_chunk; /* tokens per internal step; <= 0 means HY_DEFAULT_MAX_CHUNK; rounded up to a multiple of 64 */
-    const char *isa; /* CPU kernel tier "ref" | "avx2" | "avx512"; NULL, "" or "auto": $HYLA_ISA, else the best */
+    const char *isa;      /* kernel tier "ref" | "avx2" | "avx512"; NULL / "" / "auto": $HYLA_ISA, else the best */
+    hy_wreq weights;      /* matrix formats (model/linears.h); HY_WEIGHTS_AUTO (0) keeps them as stored */
+    unsigned quant_flags; /* HY_QUANT_LM_HEAD / HY_QUANT_GDN_AB: those follow `weights` too */
+    bool fast_prefill;    /* bf16 activations in prefill matmuls (HY_ACT_BF16, kernels/matmul.h); decode
+                             and results of steps under HY_MATMUL_GEMM_MIN_T tokens are unchanged */
 } hy_ctx_opts;
 
-/* Validates the model (shapes, dtypes: matrices F32/BF16/F16 used in place),
- * converts the small tensors, allocates scratch, starts the threads. */
+/* Validates the model (shapes, dtypes: matrices F32/BF16/F16 used in place, F8_E4M3 with
+ * block scales), selects the kernel tier, converts the matrices the options ask for and the
+ * small tensors, allocates scratch, starts the threads. */
 int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_err *err);
 void hy_ctx_free(hy_ctx *ctx);
 int hy_ctx_threads(const hy_ctx *ctx);
-/* Name of the CPU kernel tier the context runs ("ref", "avx2", "avx512"). */
-const char *hy_ctx_isa(const hy_ctx *ctx);
-/* Bytes of scratch + converted small tensors held by the context. */
+/* Bytes of scratch + converted small tensors + converted matrices held by the context. */
 size_t hy_ctx_bytes(const hy_ctx *ctx);
+/* The kernel tier in use ("ref", "avx2", "avx512"). */
+const char *hy_ctx_isa(const hy_ctx *ctx);
+/* The matrices as the forward pass reads them, with per-class byte counts (->cls). */
+const hy_linears *hy_ctx_linears(const hy_ctx *ctx);
 
 /* A sequence able to hold max_tokens positions. Starts empty. */
 int hy_seq_create(hy_seq **out, const hy_model *m, int max_tokens, hy_err *err);
@@ -76,8 +85,9 @@ int hy_seq_rewind(hy_seq *s, int pos, const hy_gdn_state *snap, hy_err *err);
 
 /* What one forward step costs in data and arithmetic, for benchmarks (roofline ratios). */
 typedef struct hy_fwd_costs {
-    uint64_t decode_weight_bytes; /* matrices streamed per decode token: every linear of every layer
-                                     (with fp8 scales), all of lm_head, one embedding row */
+    uint64_t decode_weight_bytes; /* matrices streamed per decode token, in the format the context
+                                     reads them (hy_ctx_linears, scales included): every linear of
+                                     every layer, all of lm_head, one embedding row */
     uint64_t linear_params;       /* elements of the layers' linears (not embedding / lm_head) */
     uint64_t lm_head_params;      /* vocab x hidden */
     uint64_t gdn_state_bytes;     /* recurrent + conv state of all GDN layers (a decode token reads

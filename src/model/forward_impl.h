@@ -50,8 +50,13 @@ struct hy_seq {
 
 struct hy_ctx {
     const hy_model *m;
+    hy_cpu_kernels kern;    /* the kernel tier; ops and gdn point into it */
     const hy_ops *ops;
-    hy_cpu_kernels kern; /* tier-selected tables: kern.gdn (GDN core), kern.attn (attention) */
+    const hy_gdn_ops *gdn;
+    hy_linears lin;         /* the matrices the layers multiply by */
+    hy_act act;             /* activations of prefill matmuls */
+    unsigned char *mm_scratch; /* [nth][mm_scratch_bytes] matmul scratch */
+    size_t mm_scratch_bytes;
     hy_threadpool *tp;
     int n_threads;
     hy_fwd_dims d;
@@ -112,8 +117,14 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth);
 
 /* y[t] = rmsnorm(x[t]) for the tokens [t0, t1) owned by this thread. */
 void hy_fwd_norm_rows(const hy_ctx *c, const float *x, const float *w, bool one_plus, float *y, int ith, int nth);
+/* Rows [*o0, *o1) of W for thread ith of nth: balanced, starting at multiples of the
+ * kernels' row tile (hy_matmul_row_align). */
+void hy_fwd_rows(const hy_mat *W, int ith, int nth, int *o0, int *o1);
 /* Matmul with rows split across threads: y[t][o] (+)= W[o]·x[t], t < T. */
-void hy_fwd_matmul(const hy_ctx *c, const hy_tensor *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
+void hy_fwd_matmul(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
                    bool accumulate, int ith, int nth);
+/* The same on rows [o0, o1) chosen by the caller (thread ith's scratch). */
+void hy_fwd_matmul_rows(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
+                        int o0, int o1, bool accumulate, int ith);
 
 #endif

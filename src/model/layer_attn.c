@@ -19,7 +19,7 @@
 
 void hy_layer_attn(hy_ctx *c, int layer, int ith, int nth) {
     const hy_fwd_dims *d = &c->d;
-    const hy_layer_weights *lw = &c->m->w.layers[layer];
+    const hy_layer_mats *lw = &c->lin.layers[layer];
     const hy_layer_f32 *L = &c->layers[layer];
     const hy_kv_cache *kv = c->seq->kv;
     const int T = c->T, Hq = d->Hq, Hkv = d->Hkv, Dh = d->Dh;

@@ -11,7 +11,7 @@
 
 void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
     const hy_fwd_dims *d = &c->d;
-    const hy_layer_weights *lw = &c->m->w.layers[layer];
+    const hy_layer_mats *lw = &c->lin.layers[layer];
     const hy_layer_f32 *L = &c->layers[layer];
     const int T = c->T;
     const size_t D = (size_t)d->D, F = (size_t)d->F;
@@ -20,10 +20,10 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
     hy_threadpool_barrier(c->tp);
 
     int o0, o1;
-    hy_split_range((int)F, ith, nth, &o0, &o1);
+    hy_fwd_rows(&lw->gate_proj, ith, nth, &o0, &o1);
     if (o1 > o0) {
-        c->ops->matmul(&lw->gate_proj, T, c->xn, D, c->f_gate, F, o0, o1, false);
-        c->ops->matmul(&lw->up_proj, T, c->xn, D, c->f_up, F, o0, o1, false);
+        hy_fwd_matmul_rows(c, &lw->gate_proj, T, c->xn, D, c->f_gate, F, o0, o1, false, ith);
+        hy_fwd_matmul_rows(c, &lw->up_proj, T, c->xn, D, c->f_up, F, o0, o1, false, ith);
         for (int t = 0; t < T; t++) {
             float *g = c->f_gate + t * F;
             const float *u = c->f_up + t * F;

@@ -31,7 +31,7 @@
 
 void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
     const hy_fwd_dims *d = &c->d;
-    const hy_layer_weights *lw = &c->m->w.layers[layer];
+    const hy_layer_mats *lw = &c->lin.layers[layer];
     const hy_layer_f32 *L = &c->layers[layer];
     const hy_gdn_state *st = c->seq->gdn;
     const int T = c->T, Hv = d->Hv, Hk = d->Hk, dk = d->dk, dv = d->dv;
@@ -43,7 +43,7 @@ void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
     hy_fwd_matmul(c, &lw->in_proj_a, T, c->xn, D, c->g_a, (size_t)Hv, false, ith, nth);
     hy_threadpool_barrier(c->tp);
 
-    const hy_gdn_ops *K = c->kern.gdn;
+    const hy_gdn_ops *K = c->gdn;
     int c0, c1, t0, t1;
     hy_split_range((int)C, ith, nth, &c0, &c1);
     if (c1 > c0)

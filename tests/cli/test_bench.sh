@@ -38,7 +38,7 @@ expect_usage() { # args... : exit 2 and a message on stderr
   [ -s "$tmp/u.txt" ] || fail "bench $*: no message"
 }
 expect_usage -p 8
-expect_usage -m "$M" --weights q4
+expect_usage -m "$M" --weights q5
 expect_usage -m "$M" -p 1,x
 expect_usage -m "$M" -r 0
 expect_usage -m "$M" -o json

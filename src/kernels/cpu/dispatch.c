@@ -75,7 +75,10 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
     if (rc) return rc;
     k->gdn = hy_gdn_ops_get(isa);
     k->attn = hy_attn_ops_get(isa);
-    if (!k->gdn || !k->attn)
+    k->ops = *hy_ops_ref();
+    k->ops.name = hy_isa_name(isa);
+    k->ops.matmul = hy_matmul_get(isa);
+    if (!k->gdn || !k->attn || !k->ops.matmul)
         return hy_err_set(e, HY_E_UNSUPPORTED, "instruction set '%s' is not compiled into this build",
                           hy_isa_name(isa));
     k->isa = isa;

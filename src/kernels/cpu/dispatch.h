@@ -15,13 +15,15 @@
 #include "base/error.h"
 #include "kernels/attn.h"
 #include "kernels/gdn.h"
+#include "kernels/ops.h"
 
 typedef struct hy_cpu_kernels {
     hy_isa isa;             /* the selected tier */
     hy_cpu_features cpu;    /* what was detected */
     const hy_gdn_ops *gdn;  /* Gated DeltaNet kernels of that tier */
-    const hy_attn_ops *attn; /* grouped-query attention over the KV cache */
-    /* the ops table of kernels/ops.h joins here once it has SIMD variants */
+    const hy_attn_ops *attn; /* grouped-query attention over the KV cache (kernels/attn.h) */
+    hy_ops ops;             /* matmul kernels of that tier (kernels/ops.h); ops not yet
+                               vectorised for a tier are the reference ones */
 } hy_cpu_kernels;
 
 /* request: tier name, or NULL / "" / "auto" to use $HYLA_ISA or else the best tier.

@@ -161,7 +161,7 @@ void hy_ref_row_f32(const hy_tensor *t, int64_t row, float *dst) {
 
 static const hy_ops k_ref_ops = {
     .name = "ref",
-    .matmul = hy_ref_matmul,
+    .matmul = hy_ref_matmul_mat,
     .attn_head = hy_ref_attn_head,
 };
 

@@ -1,0 +1,124 @@
+/*
+ * AVX2+FMA+F16C instance of the matmul kernels (template: matmul_simd.inc). Compiled for the
+ * avx2 tier only by target pragmas; hy_matmul_avx2() must only be called after
+ * kernels/cpu/dispatch.c checked the CPU. 8 fp32 lanes, 16 registers: float tiles of 2 rows x
+ * 6 tokens. No bf16 dot product: HY_ACT_BF16 rounds operands to bf16 and keeps fp32 FMAs (same
+ * numbers, no speed-up). int8 dots via vpmaddubsw + vpmaddwd: Q4 nibbles (<= 15) times int8
+ * cannot saturate the 16-bit pair sums; Q8 uses the sign trick (|w| times sign-adjusted x, both
+ * <= 127), so its weights carry no zero point here.
+ */
+#include "kernels/matmul.h"
+
+#if defined(__x86_64__)
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#endif
+
+#include <immintrin.h>
+#include <string.h>
+
+typedef __m256 vf;
+typedef __m256i vm;
+typedef __m256i vi;
+#define VL 8
+#define RV 8
+#define MM_MR 2
+#define MM_NT 6
+#define MM_MR_V 4
+#define MM_NT_V 2
+#define MM_Q_NV1 2
+#define MM_Q_NV2 2
+#define MM_Q_NT 2
+#define MM_HAVE_DPBF16 0
+#define Q8_ZP 0
+#define Q4_ZP 8
+
+static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
+static inline vf vf_set1(float x) { return _mm256_set1_ps(x); }
+static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
+static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
+static inline vm vm_first(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline vm vm_range(int a, int b) { return _mm256_andnot_si256(vm_first(a), vm_first(b)); }
+static inline vf vf_loadm(const float *p, vm m) { return _mm256_maskload_ps(p, m); }
+static inline void vf_storem(float *p, vm m, vf v) { _mm256_maskstore_ps(p, m, v); }
+static inline vf vf_fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
+static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
+static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
+static inline float vf_hsum(vf a) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+static inline vf vf_from_bf16(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
+static inline vf vf_load_bf16(const uint16_t *p) { return vf_from_bf16(_mm_loadu_si128((const __m128i *)p)); }
+static inline vf vf_load_bf16m(const uint16_t *p, int n) {
+    uint16_t t[8] = {0};
+    memcpy(t, p, (size_t)n * 2);
+    return vf_load_bf16(t);
+}
+static inline vf vf_load_f16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+static inline vf vf_load_f16m(const uint16_t *p, int n) {
+    uint16_t t[8] = {0};
+    memcpy(t, p, (size_t)n * 2);
+    return vf_load_f16(t);
+}
+/* e4m3 -> fp16 bits of value·2^-8 (see matmul_avx512.c) */
+static inline vf vf_from_fp8(__m128i b) {
+    const __m128i w = _mm_slli_epi16(_mm_cvtepi8_epi16(b), 7);
+    return _mm256_cvtph_ps(_mm_and_si128(w, _mm_set1_epi16((short)0xbf80)));
+}
+static inline vf vf_load_fp8(const uint8_t *p) { return vf_from_fp8(_mm_loadl_epi64((const __m128i *)p)); }
+static inline vf vf_load_fp8m(const uint8_t *p, int n) {
+    uint8_t t[8] = {0};
+    memcpy(t, p, (size_t)n);
+    return vf_load_fp8(t);
+}
+/* round to the nearest bf16 value (ties to even), kept as fp32 */
+static inline vf vf_round_bf16(vf v) {
+    const __m256i u = _mm256_castps_si256(v);
+    const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    const __m256i r = _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), odd);
+    return _mm256_castsi256_ps(_mm256_and_si256(r, _mm256_set1_epi32((int)0xffff0000u)));
+}
+
+static inline vi vi_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline vi vi_set1(int32_t v) { return _mm256_set1_epi32(v); }
+static inline vi vi_bcast4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm256_set1_epi32(v);
+}
+static inline vi vi_lo4(vi w) { return _mm256_and_si256(w, _mm256_set1_epi8(0x0f)); }
+static inline vi vi_hi4(vi w) { return _mm256_and_si256(_mm256_srli_epi16(w, 4), _mm256_set1_epi8(0x0f)); }
+static inline vi vi_dot_q4(vi acc, vi w, vi x) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
+}
+static inline vi vi_dot_q8(vi acc, vi w, vi x) {
+    const __m256i ws = _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80)); /* back to signed */
+    const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(ws), _mm256_sign_epi8(x, ws));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
+}
+static inline vf vi_to_vf(vi v) { return _mm256_cvtepi32_ps(v); }
+static inline vf vf_load_h16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+
+#include "kernels/cpu/matmul_simd.inc"
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+hy_matmul_fn hy_matmul_avx2(void) { return mm_simd; }
+
+#else
+hy_matmul_fn hy_matmul_avx2(void) { return NULL; }
+#endif

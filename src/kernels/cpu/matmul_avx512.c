@@ -1,0 +1,121 @@
+/*
+ * AVX-512 instance of the matmul kernels (template: matmul_simd.inc). Compiled for the avx512
+ * tier only by target pragmas; hy_matmul_avx512() must only be called after
+ * kernels/cpu/dispatch.c checked the CPU. 16 fp32 lanes, 32 registers: float tiles of 4 rows x
+ * 6 tokens (24 accumulators), bf16 pairs through vdpbf16ps, int8 through vpdpbusd with the
+ * weights unsigned (zero point 128 for Q8, 8 for Q4).
+ */
+#include "kernels/matmul.h"
+
+#if defined(__x86_64__)
+
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
+#endif
+
+#include <immintrin.h>
+#include <string.h>
+
+typedef __m512 vf;
+typedef __mmask16 vm;
+typedef __m512i vi;
+typedef __m512bh vb;
+#define VL 16
+#define RV 16
+#define MM_MR 4
+#define MM_NT 6
+#define MM_MR_V 4
+#define MM_NT_V 4
+#define MM_Q_NV1 4
+#define MM_Q_NV2 2
+#define MM_Q_NT 4
+#define MM_HAVE_DPBF16 1
+#define Q8_ZP 128
+#define Q4_ZP 8
+
+static inline vf vf_zero(void) { return _mm512_setzero_ps(); }
+static inline vf vf_set1(float x) { return _mm512_set1_ps(x); }
+static inline vf vf_load(const float *p) { return _mm512_loadu_ps(p); }
+static inline void vf_store(float *p, vf v) { _mm512_storeu_ps(p, v); }
+static inline vm vm_first(int n) { return (vm)(n >= 16 ? 0xffffu : ((1u << n) - 1u)); }
+static inline vm vm_range(int a, int b) { return (vm)(((1u << b) - 1u) & ~((1u << a) - 1u)); }
+static inline vf vf_loadm(const float *p, vm m) { return _mm512_maskz_loadu_ps(m, p); }
+static inline void vf_storem(float *p, vm m, vf v) { _mm512_mask_storeu_ps(p, m, v); }
+static inline vf vf_fmadd(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); }
+static inline vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
+static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
+/* fixed tree: halves, quarters, then the last four lanes as SSE */
+static inline float vf_hsum(vf v) {
+    const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    b = _mm_add_ps(b, _mm_movehl_ps(b, b));
+    b = _mm_add_ss(b, _mm_movehdup_ps(b));
+    return _mm_cvtss_f32(b);
+}
+
+static inline vf vf_from_bf16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+static inline vf vf_load_bf16(const uint16_t *p) { return vf_from_bf16(_mm256_loadu_si256((const __m256i *)p)); }
+static inline vf vf_load_bf16m(const uint16_t *p, int n) { return vf_from_bf16(_mm256_maskz_loadu_epi16(vm_first(n), p)); }
+static inline vf vf_load_f16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+static inline vf vf_load_f16m(const uint16_t *p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(vm_first(n), p)); }
+/* e4m3 byte -> fp16 bits of the value times 2^-8: sign-extend, shift the exponent+mantissa
+ * into place, clear the bit the sign extension left in the fp16 exponent. Exact for every
+ * finite code (subnormals become fp16 subnormals); the NaN codes read as ±480·2^-8. */
+static inline vf vf_from_fp8(__m128i b) {
+    const __m256i w = _mm256_slli_epi16(_mm256_cvtepi8_epi16(b), 7);
+    return _mm512_cvtph_ps(_mm256_and_si256(w, _mm256_set1_epi16((short)0xbf80)));
+}
+static inline vf vf_load_fp8(const uint8_t *p) { return vf_from_fp8(_mm_loadu_si128((const __m128i *)p)); }
+static inline vf vf_load_fp8m(const uint8_t *p, int n) { return vf_from_fp8(_mm_maskz_loadu_epi8(vm_first(n), p)); }
+static inline vf vf_round_bf16(vf v) { return vf_from_bf16((__m256i)_mm512_cvtneps_pbh(v)); }
+
+static inline vb vb_load(const uint16_t *p) { return (vb)_mm512_loadu_si512(p); }
+static inline vb vb_loadm(const uint16_t *p, int n) {
+    return (vb)_mm512_maskz_loadu_epi16(n >= 32 ? 0xffffffffu : ((1u << n) - 1u), p);
+}
+static inline vf vf_dpbf16(vf acc, vb a, vb b) { return _mm512_dpbf16_ps(acc, a, b); }
+/* n fp32 -> bf16 (round to nearest even); dst may alias src (it trails the reads). */
+static void vb_pack_row(uint16_t *dst, const float *src, int n) {
+    int k = 0;
+    for (; k + 32 <= n; k += 32) {
+        const __m512 lo = _mm512_loadu_ps(src + k), hi = _mm512_loadu_ps(src + k + 16);
+        _mm512_storeu_si512(dst + k, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+    if (k < n) {
+        const int r = n - k;
+        const __m512 lo = _mm512_maskz_loadu_ps(vm_first(r), src + k);
+        const __m512 hi = _mm512_maskz_loadu_ps(vm_first(r > 16 ? r - 16 : 0), src + k + 16);
+        _mm512_mask_storeu_epi16(dst + k, (1u << r) - 1u, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+    }
+}
+
+static inline vi vi_load(const void *p) { return _mm512_loadu_si512(p); }
+static inline vi vi_set1(int32_t v) { return _mm512_set1_epi32(v); }
+static inline vi vi_bcast4(const int8_t *p) {
+    int32_t v;
+    memcpy(&v, p, 4);
+    return _mm512_set1_epi32(v);
+}
+static inline vi vi_lo4(vi w) { return _mm512_and_si512(w, _mm512_set1_epi8(0x0f)); }
+static inline vi vi_hi4(vi w) { return _mm512_and_si512(_mm512_srli_epi16(w, 4), _mm512_set1_epi8(0x0f)); }
+static inline vi vi_dot_q8(vi acc, vi w, vi x) { return _mm512_dpbusd_epi32(acc, w, x); }
+static inline vi vi_dot_q4(vi acc, vi w, vi x) { return _mm512_dpbusd_epi32(acc, w, x); }
+static inline vf vi_to_vf(vi v) { return _mm512_cvtepi32_ps(v); }
+static inline vf vf_load_h16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+
+#include "kernels/cpu/matmul_simd.inc"
+
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+hy_matmul_fn hy_matmul_avx512(void) { return mm_simd; }
+
+#else
+hy_matmul_fn hy_matmul_avx512(void) { return NULL; }
+#endif

@@ -1,0 +1,244 @@
+/*
+ * Scalar reference of the matmul contract (kernels/matmul.h) for every weight format, and the
+ * pieces every tier shares: sizes, the activation quantizer of the Q8/Q4 path, row
+ * dequantization. Plain C, no intrinsics: the oracle the SIMD kernels are tested against.
+ * Float formats reduce with ref.c's order (8 interleaved lanes, combined pairwise); Q8/Q4
+ * follow the bit-reproducible formula of matmul.h exactly (fmaf), so SIMD tiers must match
+ * them bit for bit.
+ * Threading: stateless; a call writes only its rows and its scratch.
+ */
+#include "kernels/matmul.h"
+
+#include "base/error.h"
+#include "base/fp.h"
+
+#include <math.h>
+#include <string.h>
+
+#define LANES 8
+#define ALIGN_UP(n, a) (((n) + (a) - 1) / (a) * (a))
+
+/* Largest token block the SIMD GEMMs keep quantized/converted at once, and the float GEMM's
+ * fixed buffers (see matmul_simd.inc, which asserts against these numbers). */
+#define SCRATCH_Q_TOKENS 32
+#define SCRATCH_F_BYTES (256u * 1024u)
+
+const char *hy_wfmt_name(hy_wfmt f) {
+    switch (f) {
+    case HY_WFMT_F32: return "f32";
+    case HY_WFMT_BF16: return "bf16";
+    case HY_WFMT_F16: return "f16";
+    case HY_WFMT_FP8: return "fp8";
+    case HY_WFMT_Q8: return "q8";
+    case HY_WFMT_Q4: return "q4";
+    default: return "?";
+    }
+}
+
+size_t hy_matmul_scratch_bytes(int max_cols) {
+    const size_t G = (size_t)hy_q_groups(max_cols > 0 ? max_cols : 1), Kp = G * HY_Q_GROUP;
+    size_t q = SCRATCH_Q_TOKENS * ALIGN_UP(Kp + 8 * G, 64);  /* int8 activations + scales + corrections */
+    size_t ref = ALIGN_UP(Kp * sizeof(float), 64) + ALIGN_UP(Kp + 8 * G, 64); /* reference: one row + one token */
+    size_t n = q > ref ? q : ref;
+    if (n < SCRATCH_F_BYTES) n = SCRATCH_F_BYTES;
+    return ALIGN_UP(n, 64);
+}
+
+int hy_matmul_row_align(hy_wfmt fmt) { return fmt == HY_WFMT_Q8 || fmt == HY_WFMT_Q4 ? HY_Q_ROWS : 8; }
+
+hy_matmul_fn hy_matmul_get(hy_isa isa) {
+    switch (isa) {
+    case HY_ISA_REF: return hy_ref_matmul_mat;
+    case HY_ISA_AVX2: return hy_matmul_avx2();
+    case HY_ISA_AVX512: return hy_matmul_avx512();
+    default: return NULL;
+    }
+}
+
+hy_mat hy_mat_from_tensor(const hy_tensor *t) {
+    hy_mat m;
+    memset(&m, 0, sizeof m);
+    m.fmt = t->dtype == HY_DTYPE_F32 ? HY_WFMT_F32 : t->dtype == HY_DTYPE_F16 ? HY_WFMT_F16
+            : t->dtype == HY_DTYPE_F8_E4M3                                  ? HY_WFMT_FP8
+                                                                            : HY_WFMT_BF16;
+    m.rows = (int)t->shape[0];
+    m.cols = (int)t->shape[1];
+    m.data = t->data;
+    m.name = t->name;
+    return m;
+}
+
+size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols) {
+    switch (f) {
+    case HY_WFMT_F32: return (size_t)(rows * cols * 4);
+    case HY_WFMT_BF16:
+    case HY_WFMT_F16: return (size_t)(rows * cols * 2);
+    case HY_WFMT_FP8: return (size_t)(rows * cols + ((rows + 127) / 128) * ((cols + 127) / 128) * 4);
+    case HY_WFMT_Q8:
+    case HY_WFMT_Q4: {
+        const size_t nb = (size_t)hy_q_blocks((int)rows), G = (size_t)hy_q_groups((int)cols);
+        return nb * G * (hy_q_record_bytes(f) + 2 * HY_Q_ROWS) + nb * HY_Q_ROWS * 4;
+    }
+    default: return 0;
+    }
+}
+
+size_t hy_mat_bytes(const hy_mat *W) {
+    if (W->fmt == HY_WFMT_FP8) {
+        size_t nbr = (size_t)((W->rows + W->bs0 - 1) / W->bs0), nbc = (size_t)((W->cols + W->bs1 - 1) / W->bs1);
+        return (size_t)W->rows * (size_t)W->cols + nbr * nbc * 4;
+    }
+    return hy_wfmt_bytes(W->fmt, W->rows, W->cols);
+}
+
+/* ---- element access ------------------------------------------------------------------- */
+
+static inline float fp8_scale(const hy_mat *W, int r, int k) {
+    const int nbc = (W->cols + W->bs1 - 1) / W->bs1;
+    return W->scale[(size_t)(r / W->bs0) * (size_t)nbc + (size_t)(k / W->bs1)];
+}
+
+/* The signed quantized value of (r, k) in a packed Q8/Q4 matrix. */
+static inline int q_value(const hy_mat *W, int r, int k) {
+    const int G = hy_q_groups(W->cols), b = r / HY_Q_ROWS, j = r % HY_Q_ROWS, g = k / HY_Q_GROUP;
+    const int c = k % HY_Q_GROUP;
+    const unsigned char *rec = (const unsigned char *)W->data + ((size_t)b * G + g) * hy_q_record_bytes(W->fmt);
+    if (W->fmt == HY_WFMT_Q8) return (int)rec[(c / 4) * 64 + j * 4 + c % 4] - 128;
+    const int v = c / 8, w = c % 8;
+    const unsigned char byte = rec[v * 64 + j * 4 + w % 4];
+    return (int)(w < 4 ? byte & 15 : byte >> 4) - 8;
+}
+
+static inline float q_h(const hy_mat *W, int r, int g) {
+    const int G = hy_q_groups(W->cols), b = r / HY_Q_ROWS, j = r % HY_Q_ROWS;
+    return hy_f16_to_f32(W->gscale[((size_t)b * G + g) * HY_Q_ROWS + j]);
+}
+
+void hy_mat_row_f32(const hy_mat *W, int r, float *dst) {
+    const int n = W->cols;
+    switch (W->fmt) {
+    case HY_WFMT_F32: memcpy(dst, (const float *)W->data + (size_t)r * n, (size_t)n * sizeof(float)); break;
+    case HY_WFMT_BF16: {
+        const uint16_t *p = (const uint16_t *)W->data + (size_t)r * n;
+        for (int k = 0; k < n; k++) dst[k] = hy_bf16_to_f32(p[k]);
+        break;
+    }
+    case HY_WFMT_F16: {
+        const uint16_t *p = (const uint16_t *)W->data + (size_t)r * n;
+        for (int k = 0; k < n; k++) dst[k] = hy_f16_to_f32(p[k]);
+        break;
+    }
+    case HY_WFMT_FP8: {
+        const uint8_t *p = (const uint8_t *)W->data + (size_t)r * n;
+        float lut[256];
+        for (int i = 0; i < 256; i++) lut[i] = hy_fp8_e4m3_to_f32((uint8_t)i);
+        for (int k0 = 0; k0 < n; k0 += W->bs1) {
+            const float s = fp8_scale(W, r, k0);
+            const int k1 = n - k0 < W->bs1 ? n : k0 + W->bs1;
+            for (int k = k0; k < k1; k++) dst[k] = lut[p[k]] * s;
+        }
+        break;
+    }
+    case HY_WFMT_Q8:
+    case HY_WFMT_Q4: {
+        const float d = W->scale[r];
+        for (int k = 0; k < n; k++) dst[k] = d * q_h(W, r, k / HY_Q_GROUP) * (float)q_value(W, r, k);
+        break;
+    }
+    default: HY_ASSERT(!"hy_mat_row_f32: bad format");
+    }
+}
+
+/* ---- activation quantization ---------------------------------------------------------- */
+
+void hy_quant_act_row(const float *x, int cols, int zp, int8_t *xq, float *sx, int32_t *corr) {
+    const int G = hy_q_groups(cols);
+    for (int g = 0; g < G; g++) {
+        const int k0 = g * HY_Q_GROUP, n = cols - k0 < HY_Q_GROUP ? cols - k0 : HY_Q_GROUP;
+        float amax = 0.0f;
+        bool bad = false;
+        for (int i = 0; i < n; i++) {
+            const float a = fabsf(x[k0 + i]);
+            if (!isfinite(a)) bad = true;
+            if (a > amax) amax = a;
+        }
+        int8_t *q = xq + k0;
+        int32_t sum = 0;
+        if (bad) {
+            memset(q, 0, HY_Q_GROUP);
+            sx[g] = NAN;
+        } else {
+            const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            for (int i = 0; i < n; i++) {
+                /* round to nearest even by the 1.5·2^23 trick (|v| <= 127 + rounding): no libm call */
+                float v = (x[k0 + i] * id + 0x1.8p23f) - 0x1.8p23f;
+                if (v > 127.0f) v = 127.0f;
+                if (v < -127.0f) v = -127.0f;
+                q[i] = (int8_t)v;
+                sum += q[i];
+            }
+            for (int i = n; i < HY_Q_GROUP; i++) q[i] = 0;
+            sx[g] = d;
+        }
+        corr[g] = -zp * sum;
+    }
+}
+
+/* ---- the reference kernel ------------------------------------------------------------- */
+
+static inline float lanes_sum(const float acc[LANES]) {
+    return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
+static float dot_f32(const float *w, const float *x, int n, bool bf16) {
+    float acc[LANES] = {0};
+    int i = 0;
+    if (!bf16) {
+        for (; i + LANES <= n; i += LANES)
+            for (int l = 0; l < LANES; l++) acc[l] += w[i + l] * x[i + l];
+        for (int l = 0; i < n; i++, l++) acc[l] += w[i] * x[i];
+    } else {
+        for (; i + LANES <= n; i += LANES)
+            for (int l = 0; l < LANES; l++) acc[l] += w[i + l] * hy_round_bf16(x[i + l]);
+        for (int l = 0; i < n; i++, l++) acc[l] += w[i] * hy_round_bf16(x[i]);
+    }
+    return lanes_sum(acc);
+}
+
+static inline void put(float *y, float d, bool accumulate) {
+    if (accumulate) *y += d;
+    else *y = d;
+}
+
+void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
+                       bool accumulate, hy_act act, void *scratch) {
+    const int n = W->cols;
+    if (W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4) {
+        const int G = hy_q_groups(n);
+        int8_t *xq = scratch;
+        float *sx = (float *)((char *)scratch + ALIGN_UP((size_t)G * HY_Q_GROUP, 64));
+        int32_t *corr = (int32_t *)(sx + G);
+        for (int t = 0; t < T; t++) {
+            hy_quant_act_row(x + (size_t)t * ldx, n, 0, xq, sx, corr);
+            for (int o = o0; o < o1; o++) {
+                float acc = 0.0f;
+                for (int g = 0; g < G; g++) {
+                    int32_t idot = 0;
+                    for (int c = 0; c < HY_Q_GROUP && g * HY_Q_GROUP + c < n; c++)
+                        idot += q_value(W, o, g * HY_Q_GROUP + c) * xq[g * HY_Q_GROUP + c];
+                    acc = fmaf((float)idot, q_h(W, o, g) * sx[g], acc);
+                }
+                put(y + (size_t)t * ldy + o, acc * W->scale[o], accumulate);
+            }
+        }
+        return;
+    }
+    const bool bf16 = act == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T;
+    float *row = scratch;
+    for (int o = o0; o < o1; o++) {
+        hy_mat_row_f32(W, o, row);
+        if (bf16 && W->fmt != HY_WFMT_BF16)
+            for (int k = 0; k < n; k++) row[k] = hy_round_bf16(row[k]);
+        for (int t = 0; t < T; t++) put(y + (size_t)t * ldy + o, dot_f32(row, x + (size_t)t * ldx, n, bf16), accumulate);
+    }
+}

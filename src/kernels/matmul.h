@@ -1,0 +1,147 @@
+/*
+ * Matrix products of the forward pass (y = W·x for every linear layer): the weight formats,
+ * the kernel contract every ISA implements, the scalar reference (the oracle of the tests),
+ * and the load-time quantizers.
+ *
+ * Formats (hy_wfmt):
+ *   F32 / BF16 / F16  [rows][cols] row-major, read in place from the checkpoint mmap.
+ *   FP8               e4m3fn [rows][cols] row-major + fp32 block scales ("weight_scale_inv",
+ *                     blocks of bs0 x bs1, normally 128 x 128) as in the official *-FP8
+ *                     checkpoints; either read in place or produced at load.
+ *   Q8 / Q4           produced at load: groups of HY_Q_GROUP (32) columns, each group one fp16
+ *                     scale relative to a per-row fp32 scale; packed in blocks of HY_Q_ROWS (16)
+ *                     rows interleaved 4 columns at a time (see the layout below), the shape
+ *                     int8 dot-product instructions (vpdpbusd) consume without shuffles.
+ *
+ * Semantics (what every kernel computes, for output o and token t):
+ *   float formats, activations HY_ACT_F32 (the default, "exact"):
+ *       y = Σ_k w(o,k)·x(t,k) in fp32 with w(o,k) the weight as fp32 (FP8: fl32(e4m3·scale)).
+ *   float formats, HY_ACT_BF16 (opt-in "fast" prefill): the same with x and w(o,k) first
+ *       rounded to bf16 (round-to-nearest-even), products summed in fp32 (vdpbf16ps). Kernels
+ *       may use it only for T >= HY_MATMUL_GEMM_MIN_T tokens (decode keeps fp32 activations).
+ *   Q8 / Q4: x(t,:) is quantized per group of 32 to int8 (hy_quant_act_row: scale amax/127,
+ *       round-to-nearest-even); per group g the integer dot i_g = Σ q_w·q_x is exact, and
+ *           acc = 0; for g in order: acc = fma((float)i_g, fl32(h(o,g)·s_x(t,g)), acc);
+ *           y = fl32(acc · d(o))
+ *       This is bit-reproducible, so every ISA and the reference agree exactly.
+ *   Float formats: the summation order is the kernel's, but each kernel uses ONE order per
+ *   (output, token) that depends only on the number of columns: never on T, on the row range,
+ *   or on the thread, so results are bit-identical across thread counts and batch sizes.
+ *
+ * Threading: a call computes rows [o0, o1) for all T tokens and touches only those outputs
+ * and its own scratch (hy_matmul_scratch_bytes, one buffer per thread). Callers split rows;
+ * row ranges starting at multiples of hy_matmul_row_align keep the SIMD tiles full.
+ */
+#ifndef HY_KERNELS_MATMUL_H
+#define HY_KERNELS_MATMUL_H
+
+#include "base/cpu.h"
+#include "base/tensor.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum hy_wfmt {
+    HY_WFMT_F32 = 0,
+    HY_WFMT_BF16,
+    HY_WFMT_F16,
+    HY_WFMT_FP8,
+    HY_WFMT_Q8,
+    HY_WFMT_Q4,
+    HY_WFMT_COUNT
+} hy_wfmt;
+
+const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" */
+
+#define HY_Q_ROWS 16  /* rows per packed q8/q4 block */
+#define HY_Q_GROUP 32 /* columns per quantization group */
+
+/*
+ * Packed Q8/Q4 layout. Rows are padded to a multiple of 16 (nb blocks), columns to a multiple
+ * of 32 (G groups); padding holds the value 0. For block b and group g the record
+ * data + (b*G + g)*R (R = 512 bytes for Q8, 256 for Q4) holds, for j = row in block (0..15):
+ *   Q8: byte [v][j][i] (v = 0..7, i = 0..3) = 128 + q of column 4v+i          (q in [-127, 127])
+ *   Q4: byte [v][j][i] (v = 0..3, i = 0..3): low nibble = 8 + q of column 8v+i,
+ *                                            high nibble = 8 + q of column 8v+4+i  (q in [-8, 7])
+ * so 64 consecutive bytes are 16 rows x 4 columns: one 512-bit vector, one int32 lane per row.
+ * gscale: fp16 [nb][G][16] (h of row j, group g), |h| <= 1; scale: fp32 [nb*16] (d of row).
+ * Weight of (row, column) = d(row) · h(row, group) · q.
+ */
+typedef struct hy_mat {
+    hy_wfmt fmt;
+    int rows, cols;
+    const void *data;
+    /* FP8: block scales [ceil(rows/bs0)][ceil(cols/bs1)]; Q8/Q4: row scales d [nb*16] */
+    const float *scale;
+    const uint16_t *gscale; /* Q8/Q4 group scales (fp16), see above */
+    int bs0, bs1;           /* FP8 block size (rows, columns) */
+    const char *name;       /* for messages; may be NULL */
+} hy_mat;
+
+/* Activation handling for float weight formats (see the semantics above). */
+typedef enum hy_act { HY_ACT_F32 = 0, HY_ACT_BF16 = 1 } hy_act;
+
+/* Fewest tokens for which the kernels switch from GEMV tiles to the blocked GEMM (and, with
+ * HY_ACT_BF16, to bf16 activations). */
+#define HY_MATMUL_GEMM_MIN_T 8
+
+/* For o in [o0, o1), t in [0, T): d = W[o,:]·x[t*ldx + :]; y[t*ldy + o] = d, or += d when
+ * accumulate. scratch: hy_matmul_scratch_bytes(W->cols) bytes, 64-byte aligned, private to
+ * the calling thread. */
+typedef void (*hy_matmul_fn)(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0,
+                             int o1, bool accumulate, hy_act act, void *scratch);
+
+/* Scratch one thread needs for matrices of up to max_cols columns (any ISA, any format). */
+size_t hy_matmul_scratch_bytes(int max_cols);
+/* Row granularity of the kernels' tiles for this format (16 for Q8/Q4). */
+int hy_matmul_row_align(hy_wfmt fmt);
+/* The kernel of an ISA tier; NULL when this build has none. Does not check the CPU. */
+hy_matmul_fn hy_matmul_get(hy_isa isa);
+hy_matmul_fn hy_matmul_avx2(void);
+hy_matmul_fn hy_matmul_avx512(void);
+
+/* Scalar reference of the contract above (the "ref" tier). */
+void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
+                       bool accumulate, hy_act act, void *scratch);
+
+/* A hy_mat view of a checkpoint tensor (F32/BF16/F16; FP8 needs fp32 scales, so callers set
+ * scale/bs0/bs1 themselves). */
+hy_mat hy_mat_from_tensor(const hy_tensor *t);
+
+/* ---- sizes ---------------------------------------------------------------------------- */
+
+static inline int hy_q_blocks(int rows) { return (rows + HY_Q_ROWS - 1) / HY_Q_ROWS; }
+static inline int hy_q_groups(int cols) { return (cols + HY_Q_GROUP - 1) / HY_Q_GROUP; }
+/* Bytes of one packed (block, group) record. */
+static inline size_t hy_q_record_bytes(hy_wfmt f) { return f == HY_WFMT_Q4 ? 256 : 512; }
+/* Bytes W occupies (weights + every scale array); for views into a checkpoint, what is read. */
+size_t hy_mat_bytes(const hy_mat *W);
+/* Bytes a rows x cols matrix takes in format f (FP8 with 128x128 blocks). */
+size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols);
+
+/* ---- quantizers (scalar; load time and tests) ------------------------------------------ */
+
+/* Quantizes nr <= 16 rows (w: [nr][cols] fp32) into block b of a packed Q8/Q4 matrix with
+ * cols columns (rows nr..15 of the block become padding). Returns the number of non-finite
+ * inputs (nothing is written meaningfully then; callers fail the load). */
+int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *data, uint16_t *gscale,
+                    float *scale);
+/* FP8 of nr <= bs0 rows (w: [nr][cols]) with blocks of bs1 columns: scale[c] = amax/448 of
+ * column block c (1 when the block is all zeros), out[r][k] = e4m3(w / scale) rounded to
+ * nearest even, saturating. Returns the number of non-finite inputs. */
+int hy_fp8_quant_rows(const float *w, int nr, int cols, int bs1, uint8_t *out, float *scale);
+/* fp32 -> e4m3fn, round to nearest even, saturating to ±448, NaN -> 0x7f; equal to
+ * hy_f32_to_fp8_e4m3 (base/fp.h) for every input, several times faster. */
+uint8_t hy_fp8_e4m3_encode(float f);
+
+/* Row r of W as fp32 (the weights the kernels multiply by; Q8/Q4: d·h·q rounded to fp32). */
+void hy_mat_row_f32(const hy_mat *W, int r, float *dst);
+
+/* Quantizes one activation row for the Q8/Q4 path: xq [G*32] int8 (zero padded), sx [G] the
+ * group scales, corr [G] = -zp · Σ xq over the group (the kernels' zero-point correction;
+ * pass zp = 0 when unused). A group holding a NaN/Inf gets sx = NaN and xq = 0, so the
+ * products it enters become NaN. */
+void hy_quant_act_row(const float *x, int cols, int zp, int8_t *xq, float *sx, int32_t *corr);
+
+#endif

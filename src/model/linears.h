@@ -1,0 +1,93 @@
+/*
+ * The matrices of the forward pass in the format the matmul kernels read (kernels/matmul.h),
+ * chosen at load time: "auto" keeps every tensor as stored (bf16 / f32 / f16 read in place
+ * from the mmap, official block-FP8 read in place with its scale_inv), "bf16" / "fp8" / "q8" /
+ * "q4" convert at load into buffers this object owns. The checkpoint mmap is never written.
+ *
+ * Selective by default (anchors §4 item 9: quantizing the GDN gate projections or the head
+ * costs quality out of proportion to their size): only the big projections follow the request:
+ * q/k/v/o_proj, in_proj_qkv, in_proj_z, out_proj, gate/up/down_proj. in_proj_a / in_proj_b
+ * (HY_QUANT_GDN_AB) and lm_head (HY_QUANT_LM_HEAD) stay as stored unless a flag says otherwise;
+ * embed_tokens (a lookup), conv1d, A_log, dt_bias and the norms are never matrices here.
+ *
+ * Threading: creation converts with the given thread pool (rows split across its threads);
+ * afterwards the object is read-only.
+ */
+#ifndef HY_MODEL_LINEARS_H
+#define HY_MODEL_LINEARS_H
+
+#include "base/error.h"
+#include "base/threadpool.h"
+#include "kernels/matmul.h"
+#include "model/model.h"
+
+#include <stdint.h>
+
+typedef enum hy_wreq {
+    HY_WEIGHTS_AUTO = 0, /* as stored */
+    HY_WEIGHTS_BF16,
+    HY_WEIGHTS_FP8,      /* e4m3 with 128x128 block scales (the official layout) */
+    HY_WEIGHTS_Q8,
+    HY_WEIGHTS_Q4,
+    HY_WEIGHTS_COUNT
+} hy_wreq;
+
+int hy_wreq_parse(const char *s); /* "auto" "bf16" "fp8" "q8" "q4" -> hy_wreq, -1 if unknown */
+const char *hy_wreq_name(hy_wreq r);
+
+#define HY_QUANT_LM_HEAD 1u /* lm_head follows the request too */
+#define HY_QUANT_GDN_AB 2u  /* linear_attn.in_proj_a / in_proj_b follow the request too */
+#define HY_QUANT_ALL (HY_QUANT_LM_HEAD | HY_QUANT_GDN_AB)
+
+/* Tensor classes for the byte report. */
+typedef enum hy_wclass {
+    HY_WCLASS_ATTN = 0, /* self_attn q/k/v/o_proj */
+    HY_WCLASS_GDN_IN,   /* linear_attn in_proj_qkv, in_proj_z */
+    HY_WCLASS_GDN_AB,   /* linear_attn in_proj_a, in_proj_b */
+    HY_WCLASS_GDN_OUT,  /* linear_attn out_proj */
+    HY_WCLASS_MLP,      /* mlp gate/up/down_proj */
+    HY_WCLASS_LM_HEAD,  /* lm_head (tied: the embedding matrix used as a matmul) */
+    HY_WCLASS_EMBED,    /* embed_tokens (row lookup, always as stored) */
+    HY_WCLASS_SMALL,    /* norms, conv1d, A_log, dt_bias (fp32 copies in the context) */
+    HY_WCLASS_COUNT
+} hy_wclass;
+
+const char *hy_wclass_name(hy_wclass c);
+
+typedef struct hy_wclass_info {
+    int n;                /* tensors */
+    int64_t numel;
+    int64_t bytes_stored; /* in the checkpoint, fp8 scales included; a tied lm_head counts 0 */
+    int64_t bytes_used;   /* what the forward pass reads per token (converted copy or stored) */
+    int64_t bytes_owned;  /* converted copies held in memory besides the mmap */
+    unsigned fmts;        /* set of hy_wfmt used (bit 1 << fmt) */
+} hy_wclass_info;
+
+typedef struct hy_layer_mats {
+    hy_mat q_proj, k_proj, v_proj, o_proj;                             /* attention layers */
+    hy_mat in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, out_proj;    /* GDN layers */
+    hy_mat gate_proj, up_proj, down_proj;
+} hy_layer_mats;
+
+typedef struct hy_linears {
+    hy_layer_mats *layers; /* [num_hidden_layers] */
+    hy_mat lm_head;
+    hy_wclass_info cls[HY_WCLASS_COUNT];
+    int64_t bytes_owned;   /* total of cls[].bytes_owned */
+    void **bufs;           /* owned allocations */
+    int n_bufs, cap_bufs;
+} hy_linears;
+
+/* Builds every matrix view / converted copy. tp may be NULL (one thread). Fails with
+ * HY_E_UNSUPPORTED for an fp8 block width the kernels cannot read (columns not a multiple of
+ * 32) unless the request converts it, HY_E_INVALID for non-finite weights met while
+ * quantizing, HY_E_NOMEM. The model must outlive L. */
+int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned flags, hy_threadpool *tp,
+                      hy_err *err);
+void hy_linears_free(hy_linears *L);
+
+/* The class table hy_linears_create would produce, without converting anything. */
+int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wclass_info cls[HY_WCLASS_COUNT],
+                    hy_err *err);
+
+#endif

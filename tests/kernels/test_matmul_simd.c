@@ -1,0 +1,307 @@
+/* kernels/matmul: every SIMD tier this machine runs against the scalar reference, for every
+ * weight format (f32, bf16, f16, fp8 with block scales, q8, q4) and both activation modes, on
+ * randomised shapes with odd row/column counts (tails of every vector width), T = 1, 2, 3, 7,
+ * 64, 65, 300, split row ranges and accumulation.
+ *
+ * Tolerances:
+ *  - float formats: |y - y_ref| <= (ceil(K/8) + 8) · 2^-23 · Σ_k |w_k x_k| per output (both
+ *    results are fp32 sums of the same K products in different orders; each is within
+ *    (chain length + log2 lanes)·2^-24·Σ|w x| of the exact sum). The worst observed ratio
+ *    err / (2^-24 · Σ|w x|) is printed.
+ *  - q8 / q4: bit-identical to the reference (integer dots, same float steps).
+ *  - every tier: bit-identical across row splits, and the result for a token does not depend
+ *    on T (one call of T tokens == T calls of one token), except HY_ACT_BF16 which only
+ *    applies from HY_MATMUL_GEMM_MIN_T tokens on. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "base/alloc.h"
+#include "base/fp.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/matmul.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rng { uint64_t s; } rng;
+static double rng_u(rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1p-53;
+}
+static float rng_sym(rng *r) { return (float)(2.0 * rng_u(r) - 1.0); }
+
+static int n_tiers;
+static hy_isa tier_isa[HY_ISA_COUNT];
+static hy_matmul_fn tier_fn[HY_ISA_COUNT];
+
+static int setup(void **st) {
+    (void)st;
+    hy_cpu_features f;
+    hy_cpu_detect(&f);
+    for (int i = HY_ISA_AVX2; i < HY_ISA_COUNT; i++) {
+        if (!hy_isa_supported(&f, (hy_isa)i) || !hy_matmul_get((hy_isa)i)) {
+            printf("tier %s: not supported here, skipped\n", hy_isa_name((hy_isa)i));
+            continue;
+        }
+        tier_isa[n_tiers] = (hy_isa)i;
+        tier_fn[n_tiers++] = hy_matmul_get((hy_isa)i);
+    }
+    return 0;
+}
+
+/* A matrix in one format with everything it owns. */
+typedef struct owned_mat {
+    hy_mat m;
+    void *data;
+    float *scale;
+    uint16_t *gscale;
+} owned_mat;
+
+static void owned_free(owned_mat *o) {
+    hy_free(o->data);
+    hy_free(o->scale);
+    hy_free(o->gscale);
+}
+
+/* Builds W (rows x cols) in format f from fp32 values w. */
+static owned_mat make_mat(hy_wfmt f, const float *w, int rows, int cols, int bs0, int bs1) {
+    owned_mat o;
+    memset(&o, 0, sizeof o);
+    o.m.fmt = f;
+    o.m.rows = rows;
+    o.m.cols = cols;
+    o.m.name = "test";
+    const size_t n = (size_t)rows * cols;
+    switch (f) {
+    case HY_WFMT_F32:
+        o.data = hy_calloc_aligned(n, 4);
+        memcpy(o.data, w, n * 4);
+        break;
+    case HY_WFMT_BF16:
+    case HY_WFMT_F16: {
+        uint16_t *p = hy_calloc_aligned(n, 2);
+        for (size_t i = 0; i < n; i++) p[i] = f == HY_WFMT_BF16 ? hy_f32_to_bf16(w[i]) : hy_f32_to_f16(w[i]);
+        o.data = p;
+        break;
+    }
+    case HY_WFMT_FP8: {
+        const int nbr = (rows + bs0 - 1) / bs0, nbc = (cols + bs1 - 1) / bs1;
+        uint8_t *p = hy_calloc_aligned(n, 1);
+        o.scale = hy_calloc_aligned((size_t)nbr * nbc, 4);
+        for (int rb = 0; rb < nbr; rb++) {
+            const int r0 = rb * bs0, nr = rows - r0 < bs0 ? rows - r0 : bs0;
+            assert_int_equal(hy_fp8_quant_rows(w + (size_t)r0 * cols, nr, cols, bs1, p + (size_t)r0 * cols,
+                                               o.scale + (size_t)rb * nbc), 0);
+        }
+        o.data = p;
+        o.m.bs0 = bs0;
+        o.m.bs1 = bs1;
+        break;
+    }
+    default: {
+        const int nb = hy_q_blocks(rows), G = hy_q_groups(cols);
+        o.data = hy_calloc_aligned((size_t)nb * G, hy_q_record_bytes(f));
+        o.gscale = hy_calloc_aligned((size_t)nb * G * HY_Q_ROWS, 2);
+        o.scale = hy_calloc_aligned((size_t)nb * HY_Q_ROWS, 4);
+        for (int b = 0; b < nb; b++) {
+            const int nr = rows - b * HY_Q_ROWS < HY_Q_ROWS ? rows - b * HY_Q_ROWS : HY_Q_ROWS;
+            assert_int_equal(hy_q_pack_block(f, w + (size_t)b * HY_Q_ROWS * cols, nr, cols, b, o.data, o.gscale,
+                                             o.scale), 0);
+        }
+    }
+    }
+    o.m.data = o.data;
+    o.m.scale = o.scale;
+    o.m.gscale = o.gscale;
+    return o;
+}
+
+/* Runs fn over rows [0, rows) in the given pieces into y (ldy = rows + 3, padding checked). */
+static float *run(hy_matmul_fn fn, const hy_mat *W, int T, const float *x, int ldx, hy_act act, const int *cuts,
+                  int ncuts, bool accumulate, void *scratch) {
+    const int ldy = W->rows + 3;
+    float *y = malloc(sizeof(float) * (size_t)T * ldy);
+    for (int i = 0; i < T * ldy; i++) y[i] = accumulate ? 0.5f : -777.0f;
+    int prev = 0;
+    for (int c = 0; c <= ncuts; c++) {
+        const int end = c < ncuts ? cuts[c] : W->rows;
+        fn(W, T, x, (size_t)ldx, y, (size_t)ldy, prev, end, accumulate, act, scratch);
+        prev = end;
+    }
+    for (int t = 0; t < T; t++)
+        for (int j = W->rows; j < ldy; j++) assert_true(y[(size_t)t * ldy + j] == (accumulate ? 0.5f : -777.0f));
+    return y;
+}
+
+typedef struct stats {
+    double worst_ratio[HY_WFMT_COUNT][2]; /* err / (2^-24 Σ|wx|), per format and act mode */
+    long cases;
+} stats;
+
+static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, int bs1, uint64_t seed) {
+    rng r = {seed};
+    float *w = malloc(sizeof(float) * (size_t)rows * cols);
+    const int ldx = cols + 5;
+    float *x = malloc(sizeof(float) * (size_t)T * ldx);
+    for (int i = 0; i < rows * cols; i++) w[i] = rng_sym(&r) * (i % 7 == 0 ? 4.0f : 1.0f);
+    for (int i = 0; i < T * ldx; i++) x[i] = rng_sym(&r) * (i % 5 == 0 ? 3.0f : 1.0f);
+    /* a few rows much smaller than the others (tiny-row quantization) */
+    for (int c = 0; c < cols && rows > 2; c++) w[(size_t)1 * cols + c] *= 1e-3f;
+    owned_mat o = make_mat(f, w, rows, cols, bs0, bs1);
+    void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(cols), 1);
+    const int cut[2] = {rows / 3, rows / 3 + (rows > 20 ? 17 : 1)};
+    const int ncut = rows >= 3 ? 2 : 0;
+
+    /* |w||x| sums from the weights as the kernels see them */
+    float *wr = malloc(sizeof(float) * (size_t)cols);
+    double *absum = malloc(sizeof(double) * (size_t)T * rows);
+    for (int o2 = 0; o2 < rows; o2++) {
+        hy_mat_row_f32(&o.m, o2, wr);
+        for (int t = 0; t < T; t++) {
+            double s = 0;
+            for (int k = 0; k < cols; k++) s += fabs((double)wr[k] * x[(size_t)t * ldx + k]);
+            absum[(size_t)t * rows + o2] = s;
+        }
+    }
+    const bool q = f == HY_WFMT_Q8 || f == HY_WFMT_Q4;
+    for (int am = 0; am < (q ? 1 : 2); am++) {
+        const hy_act act = am ? HY_ACT_BF16 : HY_ACT_F32;
+        float *yref = run(hy_ref_matmul_mat, &o.m, T, x, ldx, act, NULL, 0, false, scratch);
+        const int ldy = rows + 3;
+        for (int ti = 0; ti < n_tiers; ti++) {
+            float *y = run(tier_fn[ti], &o.m, T, x, ldx, act, NULL, 0, false, scratch);
+            float *ys = run(tier_fn[ti], &o.m, T, x, ldx, act, cut, ncut, false, scratch);
+            assert_memory_equal(y, ys, sizeof(float) * (size_t)T * ldy);
+            float *ya = run(tier_fn[ti], &o.m, T, x, ldx, act, cut, ncut, true, scratch);
+            for (int t = 0; t < T; t++)
+                for (int o2 = 0; o2 < rows; o2++)
+                    assert_true(ya[(size_t)t * ldy + o2] == 0.5f + y[(size_t)t * ldy + o2]);
+            if (q) {
+                if (memcmp(y, yref, sizeof(float) * (size_t)T * ldy)) {
+                    for (int i = 0; i < T * ldy; i++)
+                        if (y[i] != yref[i]) {
+                            printf("%s %s %dx%d T=%d: [%d] %.9g vs ref %.9g\n", hy_isa_name(tier_isa[ti]),
+                                   hy_wfmt_name(f), rows, cols, T, i, (double)y[i], (double)yref[i]);
+                            break;
+                        }
+                    fail();
+                }
+            } else {
+                const double bound = (double)((cols + 7) / 8 + 8) * 2.0;
+                for (int t = 0; t < T; t++)
+                    for (int o2 = 0; o2 < rows; o2++) {
+                        const double e = fabs((double)y[(size_t)t * ldy + o2] - yref[(size_t)t * ldy + o2]);
+                        const double unit = 0x1p-24 * absum[(size_t)t * rows + o2];
+                        const double ratio = unit > 0 ? e / unit : (e > 0 ? INFINITY : 0);
+                        if (ratio > S->worst_ratio[f][am]) S->worst_ratio[f][am] = ratio;
+                        if (!(ratio <= bound)) {
+                            printf("%s %s act=%d %dx%d T=%d out %d tok %d: %.9g vs ref %.9g (ratio %.3g > %.3g)\n",
+                                   hy_isa_name(tier_isa[ti]), hy_wfmt_name(f), am, rows, cols, T, o2, t,
+                                   (double)y[(size_t)t * ldy + o2], (double)yref[(size_t)t * ldy + o2], ratio, bound);
+                            fail();
+                        }
+                    }
+            }
+            /* T-invariance: token by token equals the batch (fp32 activations, or any T for q) */
+            if (am == 0 && T > 1) {
+                float *y1 = malloc(sizeof(float) * (size_t)ldy);
+                for (int t = 0; t < T; t += (T > 16 ? 7 : 1)) {
+                    tier_fn[ti](&o.m, 1, x + (size_t)t * ldx, (size_t)ldx, y1, (size_t)ldy, 0, rows, false, act,
+                                scratch);
+                    assert_memory_equal(y1, y + (size_t)t * ldy, sizeof(float) * (size_t)rows);
+                }
+                free(y1);
+            }
+            free(y);
+            free(ys);
+            free(ya);
+        }
+        /* the reference obeys the same row-split rule */
+        float *yrs = run(hy_ref_matmul_mat, &o.m, T, x, ldx, act, cut, ncut, false, scratch);
+        assert_memory_equal(yref, yrs, sizeof(float) * (size_t)T * ldy);
+        free(yrs);
+        free(yref);
+    }
+    S->cases++;
+    free(wr);
+    free(absum);
+    hy_free(scratch);
+    owned_free(&o);
+    free(w);
+    free(x);
+}
+
+static void test_formats(void **st) {
+    (void)st;
+    if (!n_tiers) skip();
+    static const struct { int rows, cols; } shapes[] = {
+        {1, 1}, {3, 7}, {5, 16}, {17, 33}, {16, 64}, {37, 200}, {33, 129}, {70, 511}, {48, 1000}, {19, 1537},
+    };
+    static const int Ts[] = {1, 2, 3, 7, 64, 65, 300};
+    stats S;
+    memset(&S, 0, sizeof S);
+    uint64_t seed = 1;
+    for (int f = 0; f < HY_WFMT_COUNT; f++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
+                const int rows = shapes[si].rows, cols = shapes[si].cols, T = Ts[ti];
+                if ((double)rows * cols * T > 3e6) continue; /* keep the scalar reference quick */
+                /* fp8 blocks: the official 128x128, and smaller ones so blocks change inside rows */
+                const int bs0 = (si % 2) ? 128 : 16, bs1 = (si % 2) ? 128 : 32;
+                check_case(&S, (hy_wfmt)f, rows, cols, T, bs0, bs1, seed++);
+            }
+    printf("%ld cases x %d tiers; worst |y - ref| in units of 2^-24·Σ|w·x| (bound (K/8+8)·2):\n", S.cases, n_tiers);
+    for (int f = 0; f < HY_WFMT_COUNT; f++) {
+        if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4) printf("  %-5s bit-identical to the reference\n", hy_wfmt_name((hy_wfmt)f));
+        else
+            printf("  %-5s fp32 act %.3g, bf16 act %.3g\n", hy_wfmt_name((hy_wfmt)f), S.worst_ratio[f][0],
+                   S.worst_ratio[f][1]);
+    }
+}
+
+/* The activation quantizer: round trip within half a step, NaN/Inf poison only their group. */
+static void test_quant_act(void **st) {
+    (void)st;
+    rng r = {99};
+    enum { N = 100 };
+    float x[N];
+    int8_t q[128];
+    float sx[4];
+    int32_t corr[4];
+    for (int i = 0; i < N; i++) x[i] = rng_sym(&r) * (i == 40 ? 50.0f : 2.0f);
+    hy_quant_act_row(x, N, 8, q, sx, corr);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        const double e = fabs((double)x[i] - (double)sx[i / 32] * q[i]) / sx[i / 32];
+        if (e > worst) worst = e;
+    }
+    for (int i = N; i < 128; i++) assert_int_equal(q[i], 0);
+    for (int g = 0; g < 4; g++) {
+        int s = 0;
+        for (int i = 0; i < 32; i++) s += q[g * 32 + i];
+        assert_int_equal(corr[g], -8 * s);
+    }
+    printf("activation int8: worst |x - s·q| = %.3g steps\n", worst);
+    assert_true(worst <= 0.5 + 1e-5);
+    x[3] = NAN;
+    x[70] = INFINITY;
+    hy_quant_act_row(x, N, 0, q, sx, corr);
+    assert_true(isnan(sx[0]) && isnan(sx[2]) && !isnan(sx[1]) && !isnan(sx[3]));
+    for (int i = 0; i < 32; i++) assert_int_equal(q[i], 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_quant_act),
+        cmocka_unit_test(test_formats),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
