@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all build test asan fuzz bench setup clean
+.PHONY: all build test asan fuzz bench bench-long setup clean
 
 all: build
 
@@ -29,6 +29,10 @@ fuzz: setup
 
 bench: build
 	@bash scripts/run-bench build
+
+# long-context targets: 32K prompt on the 0.8B shape, 262K prompt on the tiny shape
+bench-long: build
+	@bash scripts/run-bench --long build
 
 clean:
 	rm -rf build build-asan build-fuzz

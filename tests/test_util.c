@@ -1,5 +1,7 @@
 #include "test_util.h"
 
+#include "kernels/cpu/dispatch.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,4 +38,19 @@ double hy_test_max_abs_diff(const float *a, const float *b, size_t n) {
         if (d > m) m = d;
     }
     return m;
+}
+
+int hy_test_isa_tiers(const char *names[], int cap) {
+    const char *env = getenv("HYLA_ISA");
+    if (env && env[0] && strcmp(env, "auto")) {
+        names[0] = env;
+        return 1;
+    }
+    hy_cpu_features f;
+    hy_cpu_detect(&f);
+    int n = 0;
+    for (int i = 0; i < HY_ISA_COUNT && n < cap; i++)
+        if (hy_isa_supported(&f, (hy_isa)i) && hy_gdn_ops_get((hy_isa)i) && hy_attn_ops_get((hy_isa)i))
+            names[n++] = hy_isa_name((hy_isa)i);
+    return n;
 }

@@ -12,5 +12,9 @@ char *hy_test_data_path(const char *rel);
 unsigned char *hy_test_read_file(const char *path, size_t *len);
 /* max |a[i]-b[i]| over n floats (NaN anywhere -> INFINITY). */
 double hy_test_max_abs_diff(const float *a, const float *b, size_t n);
+/* The CPU kernel tiers a model test should run: just $HYLA_ISA when it names one, else every
+ * tier this build has and this CPU runs ("ref" first). Fills names (static strings), returns
+ * the count (>= 1). */
+int hy_test_isa_tiers(const char *names[], int cap);
 
 #endif

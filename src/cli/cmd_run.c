@@ -5,11 +5,13 @@
  * ids, comma separated, on one line of stdout. Stops early at the config's
  * eos_token_id unless --ignore-eos. --stats prints timings and memory
  * (mapped weights, context, sequence, peak RSS) on stderr.
- * (Text prompts and sampling come with the tokenizer and sampler modules.)
+ * With -p TEXT the text mode in run_text.c takes over (tokenizer, chat template,
+ * sampler, streamed text).
  */
 #include "base/error.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/run_text.h"
 #include "model/forward.h"
 
 #include <stdbool.h>
@@ -67,6 +69,7 @@ static size_t weights_bytes(const hy_model *m) {
 }
 
 HY_CMD(run) {
+    if (hy_cli_run_wants_text(argc, argv)) return hy_cli_run_text(argc, argv); /* -p TEXT: run_text.c */
     const char *dir = NULL, *ids_s = NULL;
     int threads = 1, chunk = 0, n_gen = -1;
     bool ignore_eos = false, stats = false;

@@ -185,6 +185,7 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
         hy_ctx_free(c);
         return hy_err_wrap(err, "forward");
     }
+    c->n_threads = n_threads;
     c->ops = &c->kern.ops;
     c->gdn = c->kern.gdn;
     c->act = opts && opts->fast_prefill ? HY_ACT_BF16 : HY_ACT_F32;
@@ -252,13 +253,20 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
                      2 * rounded((size_t)d.key_dim));
     c->work_floats = attn_w > gdn_w ? attn_w : gdn_w;
     if (ffn_w > c->work_floats) c->work_floats = ffn_w;
-    c->chunk_scratch_floats = n_gdn ? rounded(hy_gdn_chunked_scratch_floats(&c->gd, HY_GDN_CHUNK)) : 0;
+    /* per-thread kernel scratch; prepared GDN chunks of a whole step (all heads x chunks) */
+    c->attn_tb = n_attn ? (d.Hq / d.Hkv >= 64 ? 1 : 64 / (d.Hq / d.Hkv)) : 1;
+    c->thr_work_floats = 0;
+    if (n_gdn) c->thr_work_floats = rounded(hy_gdn_chunk_work_floats(&c->gd, HY_GDN_CHUNK));
+    if (n_attn && rounded(hy_attn_work_floats(c->attn_tb * (d.Hq / d.Hkv))) > c->thr_work_floats)
+        c->thr_work_floats = rounded(hy_attn_work_floats(c->attn_tb * (d.Hq / d.Hkv)));
+    c->gdn_prep_floats = n_gdn ? rounded(hy_gdn_chunk_prep_floats(&c->gd, HY_GDN_CHUNK)) : 0;
+    const size_t n_prep = n_gdn ? (size_t)d.Hv * (C / HY_GDN_CHUNK) : 0;
     int max_cols = d.D > d.F ? d.D : d.F;
     if (n_attn && d.Hq * d.Dh > max_cols) max_cols = d.Hq * d.Dh;
     if (n_gdn && d.value_dim > max_cols) max_cols = d.value_dim;
     c->mm_scratch_bytes = hy_matmul_scratch_bytes(max_cols);
     size_t total = 2 * C * rounded((size_t)d.D) + 2 * C * rounded((size_t)d.rot_half) + c->work_floats +
-                   (size_t)n_threads * c->chunk_scratch_floats +
+                   (size_t)n_threads * c->thr_work_floats + n_prep * c->gdn_prep_floats +
                    (size_t)n_threads * (c->mm_scratch_bytes / sizeof(float));
     c->scratch_bytes = total * sizeof(float);
     float *s = hy_calloc_aligned(total, sizeof(float));
@@ -272,7 +280,8 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     c->xn = take(&s, C * d.D);
     c->rope_cos = take(&s, C * d.rot_half);
     c->rope_sin = take(&s, C * d.rot_half);
-    c->chunk_scratch = take(&s, (size_t)n_threads * c->chunk_scratch_floats);
+    c->thr_work = take(&s, (size_t)n_threads * c->thr_work_floats);
+    c->gdn_prep = take(&s, n_prep * c->gdn_prep_floats);
     c->mm_scratch = (unsigned char *)take(&s, (size_t)n_threads * (c->mm_scratch_bytes / sizeof(float)));
     c->work = s;
     float *q = c->work;
@@ -369,6 +378,18 @@ void hy_seq_free(hy_seq *s) {
 void hy_seq_reset(hy_seq *s) {
     s->pos = 0;
     hy_gdn_state_reset(s->gdn);
+}
+
+int hy_seq_rewind(hy_seq *s, int pos, const hy_gdn_state *snap, hy_err *err) {
+    const hy_gdn_state *g = s->gdn;
+    if (pos < 0 || pos > s->pos)
+        return hy_err_set(err, HY_E_RANGE, "sequence: cannot rewind to %d (at position %d)", pos, s->pos);
+    if (!snap || snap->n_layers != g->n_layers || snap->rec_floats != g->rec_floats ||
+        snap->conv_floats != g->conv_floats)
+        return hy_err_set(err, HY_E_INVALID, "sequence: GDN snapshot does not match the sequence's state sizes");
+    hy_gdn_state_copy(s->gdn, snap);
+    s->pos = pos;
+    return HY_OK;
 }
 
 int hy_seq_pos(const hy_seq *s) { return s->pos; }

@@ -19,7 +19,7 @@
  * one the chunked kernel. All activations, accumulations and states are fp32.
  * Each output element is computed by exactly one thread with a fixed order of
  * operations, so results are bit-identical for every thread count (for a given
- * kernel tier and weight format).
+ * kernel tier and weight format: the SIMD tiers differ from the scalar one by rounding).
  *
  * Threading: a hy_ctx and the hy_seq passed to it are used by one caller thread
  * at a time; the model is shared read-only by any number of contexts.
@@ -76,6 +76,27 @@ int hy_seq_capacity(const hy_seq *s);
 size_t hy_seq_bytes(const hy_seq *s);
 const hy_gdn_state *hy_seq_gdn_state(const hy_seq *s);
 const hy_kv_cache *hy_seq_kv_cache(const hy_seq *s);
+
+/* Rewinds s to position pos (<= its current position), with the GDN state restored from snap:
+ * a copy (hy_gdn_state_copy of hy_seq_gdn_state) taken when s was at pos. The KV cache needs
+ * nothing: positions >= pos are rewritten by the next tokens. For benchmarks at a context
+ * depth and for rollbacks. */
+int hy_seq_rewind(hy_seq *s, int pos, const hy_gdn_state *snap, hy_err *err);
+
+/* What one forward step costs in data and arithmetic, for benchmarks (roofline ratios). */
+typedef struct hy_fwd_costs {
+    uint64_t decode_weight_bytes; /* matrices streamed per decode token, in the format the context
+                                     reads them (hy_ctx_linears, scales included): every linear of
+                                     every layer, all of lm_head, one embedding row */
+    uint64_t linear_params;       /* elements of the layers' linears (not embedding / lm_head) */
+    uint64_t lm_head_params;      /* vocab x hidden */
+    uint64_t gdn_state_bytes;     /* recurrent + conv state of all GDN layers (a decode token reads
+                                     and writes each once) */
+    uint64_t kv_bytes_per_pos;    /* K + V of one position over all attention layers */
+    uint64_t attn_flops_per_key;  /* per (query token, visible key) over all attention layers:
+                                     2 x 2 x num_attention_heads x head_dim x n_attn_layers */
+} hy_fwd_costs;
+void hy_ctx_costs(const hy_ctx *ctx, hy_fwd_costs *out);
 
 /* Feeds n >= 1 token ids (each in [0, vocab_size)) at positions pos..pos+n-1.
  * logits: [n][vocab_size] when all_logits, else [vocab_size] for the last of

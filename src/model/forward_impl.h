@@ -12,6 +12,7 @@
 #define HY_MODEL_FORWARD_IMPL_H
 
 #include "base/threadpool.h"
+#include "kernels/attn.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/gdn.h"
 #include "kernels/ops.h"
@@ -57,6 +58,7 @@ struct hy_ctx {
     unsigned char *mm_scratch; /* [nth][mm_scratch_bytes] matmul scratch */
     size_t mm_scratch_bytes;
     hy_threadpool *tp;
+    int n_threads;
     hy_fwd_dims d;
     hy_gdn_dims gd;
     int max_chunk;
@@ -74,8 +76,11 @@ struct hy_ctx {
     float *rope_sin;   /* [rot_half] */
     float *work;       /* per-layer-type buffers below point into it */
     size_t work_floats;
-    float *chunk_scratch; /* [nth][chunk_scratch_floats] */
-    size_t chunk_scratch_floats;
+    float *thr_work;      /* [nth][thr_work_floats] per-thread kernel scratch (GDN chunk work, attention) */
+    size_t thr_work_floats;
+    float *gdn_prep;      /* [Hv][max_chunk/64][gdn_prep_floats] prepared GDN chunks of one step */
+    size_t gdn_prep_floats;
+    int attn_tb;          /* tokens per attention work unit (one KV head x attn_tb tokens) */
     size_t scratch_bytes;
 
     /* attention views into work */

@@ -4,8 +4,11 @@
  *   phase 1  q_proj / k_proj / v_proj           rows split across threads
  *   phase 2  per-head q/k norm (1+w), partial NeoX RoPE, K/V into the cache
  *                                               tokens split
- *   phase 3  causal softmax attention (GQA), times sigmoid(gate)
- *                                               (token, head) pairs split
+ *   phase 3  causal softmax attention (GQA), times sigmoid(gate): the
+ *            tier's flash-style kernel (c->kern.attn) over units of one KV
+ *            head x attn_tb tokens, so the query heads of a group share every
+ *            K/V row they load; units dealt round-robin, which balances the
+ *            causal triangle              units split (result per row fixed)
  *   phase 4  o_proj, added to the residual      rows split
  *
  * Layout traps handled here: q_proj emits per head [query(Dh) | gate(Dh)]
@@ -50,18 +53,26 @@ void hy_layer_attn(hy_ctx *c, int layer, int ith, int nth) {
     }
     hy_threadpool_barrier(c->tp);
 
-    const int group = Hq / Hkv;
-    const float scale = (float)(1.0 / sqrt((double)Dh));
-    int u0, u1;
-    hy_split_range(T * Hq, ith, nth, &u0, &u1);
-    for (int u = u0; u < u1; u++) {
-        const int t = u / Hq, h = u % Hq, g = h / group;
-        const float *q = c->a_qg + t * qg_w + (size_t)h * 2 * Dh;
-        const float *gate = q + Dh;
-        float *o = c->a_out + t * o_w + (size_t)h * Dh;
-        c->ops->attn_head(q, hy_kv_cache_k(kv, L->slot, 0) + (size_t)g * Dh,
-                          hy_kv_cache_v(kv, L->slot, 0) + (size_t)g * Dh, kv_w, c->pos0 + t + 1, Dh, scale, o);
-        for (int i = 0; i < Dh; i++) o[i] *= hy_sigmoidf(gate[i]);
+    const int group = Hq / Hkv, tb = c->attn_tb;
+    const int n_units = Hkv * ((T + tb - 1) / tb);
+    float *work = c->thr_work + (size_t)ith * c->thr_work_floats;
+    hy_attn_args a = {.ldq_t = qg_w, .ldq_h = 2 * (size_t)Dh, .ldo_t = o_w, .ldo_h = (size_t)Dh, .ld = kv_w,
+                      .ng = group, .dh = Dh, .scale = (float)(1.0 / sqrt((double)Dh))};
+    for (int u = ith; u < n_units; u += nth) {
+        const int g = u % Hkv, ta = (u / Hkv) * tb;
+        a.nt = T - ta < tb ? T - ta : tb;
+        a.n_past = c->pos0 + ta;
+        a.q = c->a_qg + ta * qg_w + (size_t)g * group * 2 * Dh;
+        a.out = c->a_out + ta * o_w + (size_t)g * group * Dh;
+        a.k = hy_kv_cache_k(kv, L->slot, 0) + (size_t)g * Dh;
+        a.v = hy_kv_cache_v(kv, L->slot, 0) + (size_t)g * Dh;
+        c->kern.attn->gqa(&a, work);
+        for (int t = 0; t < a.nt; t++)
+            for (int i = 0; i < group; i++) {
+                float *o = a.out + t * o_w + (size_t)i * Dh;
+                const float *gate = a.q + t * qg_w + (size_t)i * 2 * Dh + Dh;
+                for (int j = 0; j < Dh; j++) o[j] *= hy_sigmoidf(gate[j]);
+            }
     }
     hy_threadpool_barrier(c->tp);
 

@@ -6,15 +6,24 @@
  *            (channels split); gates g, beta (tokens split)
  *   phase 3  q, k, v out of the conv output into contiguous [T][H][d]
  *            arrays; L2 norm of q and k, q times 1/sqrt(dk)      tokens split
- *   phase 4  gated delta rule: recurrent kernel for a 1-token step, chunked
- *            (chunk 64) otherwise; value head h uses key head h/(Hv/Hk)
+ *   phase 4  gated delta rule; value head h uses key head h/(Hv/Hk).
+ *            1-token step: recurrent kernel                      heads split
+ *            longer: chunked form (chunk 64) in two phases:
+ *              4a prepare every (head, chunk) pair (the state-independent
+ *                 work, most of the flops)                       pairs split
+ *              4b scan each head's chunks in order through its state
  *                                                                heads split
+ *            so both threads are busy even with few heads and one chunk.
  *   phase 5  gated RMSNorm per value head with the PLAIN weight (not 1+w),
  *            times silu(z)                                       tokens split
  *   phase 6  out_proj, added to the residual                     rows split
  *
  * The GDN state (recurrent [Hv][dk][dv], conv [K-1][conv_dim]) lives in the
  * sequence and is updated in place, so the next call continues from it.
+ *
+ * Kernels come from the context's tier (c->kern.gdn). Every pair / head /
+ * channel is computed by one thread with a fixed order, so results do not
+ * depend on the thread count.
  */
 #include "model/forward_impl.h"
 
@@ -34,14 +43,15 @@ void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
     hy_fwd_matmul(c, &lw->in_proj_a, T, c->xn, D, c->g_a, (size_t)Hv, false, ith, nth);
     hy_threadpool_barrier(c->tp);
 
+    const hy_gdn_ops *K = c->gdn;
     int c0, c1, t0, t1;
     hy_split_range((int)C, ith, nth, &c0, &c1);
     if (c1 > c0)
-        c->gdn->conv_silu(T, (int)C, d->K, c0, c1, c->g_qkv, L->conv_w, hy_gdn_state_conv(st, L->slot), c->g_y);
+        K->conv_silu(T, (int)C, d->K, c0, c1, c->g_qkv, L->conv_w, hy_gdn_state_conv(st, L->slot), c->g_y);
     hy_split_range(T, ith, nth, &t0, &t1);
     if (t1 > t0)
-        c->gdn->gates(t1 - t0, Hv, c->g_a + (size_t)t0 * Hv, c->g_b + (size_t)t0 * Hv, L->A_log, L->dt_bias,
-                     c->g_g + (size_t)t0 * Hv, c->g_beta + (size_t)t0 * Hv);
+        K->gates(t1 - t0, Hv, c->g_a + (size_t)t0 * Hv, c->g_b + (size_t)t0 * Hv, L->A_log, L->dt_bias,
+                 c->g_g + (size_t)t0 * Hv, c->g_beta + (size_t)t0 * Hv);
     hy_threadpool_barrier(c->tp);
 
     for (int t = t0; t < t1; t++) {
@@ -51,20 +61,29 @@ void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
         memcpy(c->g_v + t * VD, y + 2 * KD, VD * sizeof(float));
     }
     if (t1 > t0) {
-        c->gdn->l2norm_scale(c->g_q + t0 * KD, (t1 - t0) * Hk, dk, (float)(1.0 / sqrt((double)dk)));
-        c->gdn->l2norm_scale(c->g_k + t0 * KD, (t1 - t0) * Hk, dk, 1.0f);
+        K->l2norm_scale(c->g_q + t0 * KD, (t1 - t0) * Hk, dk, (float)(1.0 / sqrt((double)dk)));
+        K->l2norm_scale(c->g_k + t0 * KD, (t1 - t0) * Hk, dk, 1.0f);
     }
     hy_threadpool_barrier(c->tp);
 
+    float *rec = hy_gdn_state_rec(st, L->slot);
+    float *work = c->thr_work + (size_t)ith * c->thr_work_floats;
     int h0, h1;
     hy_split_range(Hv, ith, nth, &h0, &h1);
-    if (h1 > h0) {
-        float *rec = hy_gdn_state_rec(st, L->slot);
-        if (T == 1)
-            c->gdn->recurrent(&c->gd, T, h0, h1, c->g_q, c->g_k, c->g_v, c->g_g, c->g_beta, rec, c->g_o);
-        else
-            c->gdn->chunked(&c->gd, T, HY_GDN_CHUNK, h0, h1, c->g_q, c->g_k, c->g_v, c->g_g, c->g_beta, rec, c->g_o,
-                           c->chunk_scratch + (size_t)ith * c->chunk_scratch_floats);
+    if (T == 1) {
+        if (h1 > h0) K->recurrent(&c->gd, T, h0, h1, c->g_q, c->g_k, c->g_v, c->g_g, c->g_beta, rec, c->g_o);
+    } else {
+        const int nc = (T + HY_GDN_CHUNK - 1) / HY_GDN_CHUNK;
+        int p0, p1;
+        hy_split_range(Hv * nc, ith, nth, &p0, &p1);
+        for (int p = p0; p < p1; p++)
+            K->chunk_prepare(&c->gd, T, HY_GDN_CHUNK, p / nc, p % nc, c->g_q, c->g_k, c->g_v, c->g_g, c->g_beta,
+                             c->gdn_prep + (size_t)p * c->gdn_prep_floats, work);
+        hy_threadpool_barrier(c->tp);
+        for (int h = h0; h < h1; h++)
+            for (int ch = 0; ch < nc; ch++)
+                K->chunk_scan(&c->gd, T, HY_GDN_CHUNK, h, ch, c->g_q, c->g_k,
+                              c->gdn_prep + ((size_t)h * nc + ch) * c->gdn_prep_floats, rec, c->g_o, work);
     }
     hy_threadpool_barrier(c->tp);
 

@@ -17,6 +17,13 @@
 #include <stdio.h>
 
 #define TOL_F32 2e-4 /* fp32 engine vs double reference on a 4-layer model */
+/* Same prompt in one call / in splits / token by token. Each tier is within ~6e-6 of the
+ * double reference here; splits move the GDN chunk grid, so the two runs round differently:
+ * measured up to 5.8e-6 (ref), 8.7e-6 (avx2), 1.1e-5 (avx512). */
+#define TOL_SPLIT 2e-5
+
+/* The kernel tier under test (main runs every test once per tier, see hy_test_isa_tiers). */
+static const char *g_isa;
 
 static int32_t *make_ids(int n, int vocab, uint64_t seed) {
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)n);
@@ -34,7 +41,7 @@ static float *engine_run(const hy_model *m, const int32_t *ids, int n, const int
     hy_ctx *ctx = NULL;
     hy_seq *seq = NULL;
     hy_err err;
-    hy_ctx_opts o = {.n_threads = threads, .max_chunk = max_chunk};
+    hy_ctx_opts o = {.n_threads = threads, .max_chunk = max_chunk, .isa = g_isa};
     assert_int_equal(hy_ctx_create(&ctx, m, &o, &err), 0);
     assert_int_equal(hy_seq_create(&seq, m, n + 4, &err), 0);
     int V = m->hp.vocab_size;
@@ -157,7 +164,7 @@ static void test_conv_carry(void **st) {
     synth_free(s);
 }
 
-/* Same prompt in one call, in splits, token by token: within 1e-5; threads 1/2/3 bit-identical. */
+/* Same prompt in one call, in splits, token by token: within TOL_SPLIT; threads 1/2/3 bit-identical. */
 static void test_invariance_and_threads(void **st) {
     (void)st;
     synth_cfg c = synth_default_cfg();
@@ -174,7 +181,7 @@ static void test_invariance_and_threads(void **st) {
         float *lg = engine_run(&s->m, ids, n, cases[i].sp, cases[i].k, 1, 0);
         double e = hy_test_max_abs_diff(base, lg, nv);
         printf("split %-8s vs one call max|d| = %.3g\n", cases[i].name, e);
-        assert_true(e <= 1e-5);
+        assert_true(e <= TOL_SPLIT);
         free(lg);
     }
     int *tok = malloc(sizeof(int) * n);
@@ -182,13 +189,13 @@ static void test_invariance_and_threads(void **st) {
     float *lg = engine_run(&s->m, ids, n, tok, n, 1, 0);
     double e = hy_test_max_abs_diff(base, lg, nv);
     printf("token by token vs one call max|d| = %.3g\n", e);
-    assert_true(e <= 1e-5);
+    assert_true(e <= TOL_SPLIT);
     free(lg);
     /* max_chunk 64 (several internal steps) vs 512 */
     lg = engine_run(&s->m, ids, n, one, 1, 1, 64);
     e = hy_test_max_abs_diff(base, lg, nv);
     printf("64-token internal steps vs one step max|d| = %.3g\n", e);
-    assert_true(e <= 1e-5);
+    assert_true(e <= TOL_SPLIT);
     free(lg);
     for (int th = 2; th <= 3; th++) {
         lg = engine_run(&s->m, ids, n, one, 1, th, 0);
@@ -216,7 +223,8 @@ static void test_reset_and_last(void **st) {
     hy_ctx *ctx = NULL;
     hy_seq *seq = NULL;
     hy_err err;
-    assert_int_equal(hy_ctx_create(&ctx, &s->m, NULL, &err), 0);
+    hy_ctx_opts o = {.isa = g_isa};
+    assert_int_equal(hy_ctx_create(&ctx, &s->m, &o, &err), 0);
     assert_int_equal(hy_seq_create(&seq, &s->m, n, &err), 0);
     float *all = malloc(sizeof(float) * n * c.vocab), *a = malloc(sizeof(float) * c.vocab),
           *b = malloc(sizeof(float) * c.vocab);
@@ -228,7 +236,7 @@ static void test_reset_and_last(void **st) {
     assert_int_equal(hy_forward(ctx, seq, ids, n - 1, NULL, false, &err), 0);
     assert_int_equal(hy_forward(ctx, seq, ids + n - 1, 1, b, false, &err), 0);
     assert_memory_equal(a, all + (size_t)(n - 1) * c.vocab, sizeof(float) * c.vocab);
-    assert_true(hy_test_max_abs_diff(a, b, (size_t)c.vocab) <= 1e-5);
+    assert_true(hy_test_max_abs_diff(a, b, (size_t)c.vocab) <= TOL_SPLIT);
     free(all); free(a); free(b); free(ids);
     hy_seq_free(seq);
     hy_ctx_free(ctx);
@@ -292,5 +300,13 @@ int main(void) {
         cmocka_unit_test(test_reset_and_last),
         cmocka_unit_test(test_bad_input),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    const char *tiers[8];
+    const int nt = hy_test_isa_tiers(tiers, 8);
+    int fails = 0;
+    for (int i = 0; i < nt; i++) {
+        g_isa = tiers[i];
+        printf("=== kernel tier %s\n", g_isa);
+        fails += cmocka_run_group_tests(tests, NULL, NULL);
+    }
+    return fails;
 }

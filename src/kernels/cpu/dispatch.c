@@ -16,6 +16,15 @@ const hy_gdn_ops *hy_gdn_ops_get(hy_isa isa) {
     }
 }
 
+const hy_attn_ops *hy_attn_ops_get(hy_isa isa) {
+    switch (isa) {
+    case HY_ISA_REF: return hy_attn_ops_ref();
+    case HY_ISA_AVX2: return hy_attn_ops_avx2();
+    case HY_ISA_AVX512: return hy_attn_ops_avx512();
+    default: return NULL;
+    }
+}
+
 static void isa_missing(const hy_cpu_features *f, hy_isa isa, char *buf, size_t cap) {
     buf[0] = '\0';
     const struct { bool have; const char *name; } need[] = {
@@ -65,10 +74,11 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
     int rc = hy_isa_select(&k->cpu, request, getenv("HYLA_ISA"), &isa, e);
     if (rc) return rc;
     k->gdn = hy_gdn_ops_get(isa);
+    k->attn = hy_attn_ops_get(isa);
     k->ops = *hy_ops_ref();
     k->ops.name = hy_isa_name(isa);
     k->ops.matmul = hy_matmul_get(isa);
-    if (!k->gdn || !k->ops.matmul)
+    if (!k->gdn || !k->attn || !k->ops.matmul)
         return hy_err_set(e, HY_E_UNSUPPORTED, "instruction set '%s' is not compiled into this build",
                           hy_isa_name(isa));
     k->isa = isa;

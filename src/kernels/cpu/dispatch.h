@@ -13,6 +13,7 @@
 
 #include "base/cpu.h"
 #include "base/error.h"
+#include "kernels/attn.h"
 #include "kernels/gdn.h"
 #include "kernels/ops.h"
 
@@ -20,7 +21,8 @@ typedef struct hy_cpu_kernels {
     hy_isa isa;             /* the selected tier */
     hy_cpu_features cpu;    /* what was detected */
     const hy_gdn_ops *gdn;  /* Gated DeltaNet kernels of that tier */
-    hy_ops ops;             /* matmul / attention kernels of that tier (kernels/ops.h); ops not yet
+    const hy_attn_ops *attn; /* grouped-query attention over the KV cache (kernels/attn.h) */
+    hy_ops ops;             /* matmul kernels of that tier (kernels/ops.h); ops not yet
                                vectorised for a tier are the reference ones */
 } hy_cpu_kernels;
 

@@ -1,0 +1,94 @@
+/* Attention kernel throughput (kernels/attn.h) for every ISA tier this machine runs, on the
+ * attention shape of Qwen3.5-0.8B (8 query heads, 2 KV heads, head_dim 256; Qwen3.6-27B has the
+ * same head_dim and 6 query heads per KV head) and of the tiny fixtures (head_dim 32):
+ *   prefill: one KV head's 4 query heads over a block of 64 new tokens at the end of an
+ *            n-token context (the forward pass's unit of work), GFLOP/s of scores + values;
+ *   decode:  one token, 4 query heads over an n-token cache: GB/s of K and V read (the cache of
+ *            32K positions is 64 MiB per KV head, i.e. streamed from DRAM).
+ * One thread; times are thread-CPU times (the machine is shared), best of reps; ratios vs ref.
+ * Usage: bench_attn [reps]. Prints a table; no asserts. */
+#include "kernels/attn.h"
+#include "kernels/cpu/dispatch.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static float frand(uint64_t *s) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*s >> 11) * 0x1p-53 * 2.0 - 1.0);
+}
+
+typedef struct shape {
+    const char *name;
+    int dh, ng, nt, n_ctx; /* n_ctx: keys visible to the last token */
+} shape;
+
+int main(int argc, char **argv) {
+    const int reps = argc > 1 ? atoi(argv[1]) : 3;
+    hy_cpu_features f;
+    hy_cpu_detect(&f);
+    const hy_attn_ops *tiers[HY_ISA_COUNT];
+    int nt = 0;
+    for (int i = 0; i < HY_ISA_COUNT; i++)
+        if (hy_isa_supported(&f, (hy_isa)i) && hy_attn_ops_get((hy_isa)i)) tiers[nt++] = hy_attn_ops_get((hy_isa)i);
+    static const shape shapes[] = {
+        {"prefill dh256 g4 64 tok @ 512", 256, 4, 64, 512},
+        {"prefill dh256 g4 64 tok @ 4096", 256, 4, 64, 4096},
+        {"prefill dh32 g2 64 tok @ 4096", 32, 2, 64, 4096},
+        {"decode dh256 g4 @ 4096", 256, 4, 1, 4096},
+        {"decode dh256 g4 @ 32768", 256, 4, 1, 32768},
+        {"decode dh32 g2 @ 32768", 32, 2, 1, 32768},
+    };
+    printf("  %-34s", "shape (one KV head)");
+    for (int i = 0; i < nt; i++) printf(" %18s", tiers[i]->name);
+    printf("\n");
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const shape *s = &shapes[si];
+        const size_t ld = (size_t)s->dh, n = (size_t)s->n_ctx;
+        float *k = malloc(n * ld * sizeof(float)), *v = malloc(n * ld * sizeof(float));
+        float *q = malloc((size_t)s->nt * s->ng * s->dh * sizeof(float));
+        float *o = malloc((size_t)s->nt * s->ng * s->dh * sizeof(float));
+        float *w = malloc(hy_attn_work_floats(s->nt * s->ng) * sizeof(float));
+        if (!k || !v || !q || !o || !w) return 1;
+        uint64_t seed = 1;
+        for (size_t i = 0; i < n * ld; i++) k[i] = frand(&seed), v[i] = frand(&seed);
+        for (size_t i = 0; i < (size_t)s->nt * s->ng * s->dh; i++) q[i] = frand(&seed);
+        hy_attn_args a = {.q = q, .ldq_t = (size_t)s->ng * s->dh, .ldq_h = (size_t)s->dh, .out = o,
+                          .ldo_t = (size_t)s->ng * s->dh, .ldo_h = (size_t)s->dh, .k = k, .v = v, .ld = ld,
+                          .nt = s->nt, .ng = s->ng, .n_past = s->n_ctx - s->nt, .dh = s->dh,
+                          .scale = 1.0f / sqrtf((float)s->dh)};
+        double keys = 0; /* visible (row, key) pairs */
+        for (int t = 0; t < s->nt; t++) keys += (double)s->ng * (a.n_past + t + 1);
+        const double flops = 4.0 * s->dh * keys, bytes = 2.0 * n * ld * sizeof(float);
+        double best[HY_ISA_COUNT];
+        for (int i = 0; i < nt; i++) best[i] = 1e30;
+        for (int r = 0; r < reps; r++)
+            for (int i = 0; i < nt; i++) { /* tiers alternate, so drift hits all alike */
+                int inner = s->nt == 1 ? 4 : 1;
+                double c0 = cpu_s();
+                for (int it = 0; it < inner; it++) tiers[i]->gqa(&a, w);
+                double dt = (cpu_s() - c0) / inner;
+                if (dt < best[i]) best[i] = dt;
+            }
+        printf("  %-34s", s->name);
+        for (int i = 0; i < nt; i++) {
+            if (s->nt == 1) printf(" %7.1f GB/s (x%4.1f)", bytes / best[i] / 1e9, best[0] / best[i]);
+            else printf(" %6.1f GF/s (x%4.1f)", flops / best[i] / 1e9, best[0] / best[i]);
+        }
+        printf("\n");
+        free(k), free(v), free(q), free(o), free(w);
+    }
+    printf("  (GF/s: 4·head_dim flops per visible (query row, key) pair; GB/s: K and V bytes of the cache per\n"
+           "   decode call; xN = speed-up vs ref; one thread, thread-CPU time, best of %d)\n", reps);
+    return 0;
+}

@@ -1,0 +1,414 @@
+/*
+ * `hyla bench -m DIR [-p 512[,N...]] [-n 128[,N...]] [-d 0[,D...]] [-t N] [-r R]
+ *             [--weights auto|bf16|fp8|q8|q4] [--quant-lm-head] [--quant-gdn-ab] [--fast-prefill]
+ *             [--isa auto] [--chunk N] [--bw-mib M] [--seed S] [--no-warmup] [-o md|csv]`
+ *
+ * llama-bench-like throughput table. For every depth d (tokens already in the sequence,
+ * prefilled once, untimed) and every test: pp<N> = one prefill of N tokens, tg<N> = N
+ * decode steps of one token. Each test runs once untimed (a short warm-up) and then R times;
+ * every repetition starts from the same depth-d state (hy_seq_rewind), so runs are identical
+ * work. Token ids are seeded random ids.
+ *
+ * Ratios, because this machine is shared and its bandwidth moves minute to minute: right
+ * before EVERY repetition the memory read bandwidth is measured on the spot with as many
+ * threads (base/membw.h), and the repetition's fraction is computed against that figure.
+ *  - weights/tok: bytes of matrices a decode token streams (every linear, all of lm_head, one
+ *    embedding row; hy_ctx_costs); state/tok: GDN state read + written, plus the KV cache
+ *    read at the run's mean position and the new K/V written (reported separately).
+ *  - %BW = weights/tok x t/s / bandwidth ("+s": with state bytes).
+ *  - GFLOP/s counts the linear layers (2 x params x tokens; lm_head once per pp run, every
+ *    step in tg) and attention scores + values (4 x heads x head_dim per visible key).
+ * Each figure is given on elapsed time (t/s) and on CPU time (t/s cpu = tokens / (process CPU
+ * time / threads), bandwidth on the slowest thread's CPU time): when other processes take the
+ * cores the CPU-time figures still describe what the code does while it runs.
+ * Every run checks that its last logits are finite. Timings are printed, never asserted.
+ */
+#include "base/alloc.h"
+#include "base/error.h"
+#include "base/membw.h"
+#include "base/threadpool.h"
+#include "cli/cli.h"
+#include "cli/cli_args.h"
+#include "model/forward.h"
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_LIST 16
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: hyla bench -m DIR [options]\n"
+            "  -m, --model DIR     Hugging Face checkpoint directory (qwen3_5)\n"
+            "  -p LIST             prompt lengths to prefill, comma separated (pp tests; default 512, 0 = none)\n"
+            "  -n LIST             tokens to decode (tg tests; default 128, 0 = none)\n"
+            "  -d LIST             context depths: tokens prefilled (untimed) before each test (default 0)\n"
+            "  -t, --threads N     compute threads (default 2)\n"
+            "  -r, --reps R        timed repetitions per test (default 5)\n"
+            "  --weights FMT       matrix format: auto (as stored) | bf16 | fp8 | q8 | q4, converted at load\n"
+            "  --quant-lm-head     lm_head follows --weights too (default: kept as stored)\n"
+            "  --quant-gdn-ab      GDN in_proj_a / in_proj_b follow --weights too\n"
+            "  --fast-prefill      bf16 activations in prefill matmuls\n"
+            "  --isa NAME          CPU kernel tier: auto | ref | avx2 | avx512 (default auto: $HYLA_ISA or best)\n"
+            "  --chunk N           tokens per internal prefill step (default %d)\n"
+            "  --bw-mib M          buffer of the on-the-spot bandwidth measurement (default 512; 0 = skip)\n"
+            "  --seed S            seed of the random token ids (default 1)\n"
+            "  --no-warmup         skip the untimed warm-up run of each test\n"
+            "  -o md|csv           output format (default md)\n",
+            HY_DEFAULT_MAX_CHUNK);
+}
+
+static double clock_s(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static long long proc_status_kb(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    char line[256];
+    long long v = 0;
+    size_t kl = strlen(key);
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, kl) && line[kl] == ':') {
+            v = atoll(line + kl + 1);
+            break;
+        }
+    fclose(f);
+    return v * 1024;
+}
+
+static int parse_list(const char *opt, const char *s, int *out, int *n, int hi) {
+    int32_t *v = NULL;
+    int k = 0;
+    if (hy_cli_parse_ids(opt, s, &v, &k)) return -1;
+    if (k > MAX_LIST) {
+        fprintf(stderr, "hyla bench: %s: at most %d values\n", opt, MAX_LIST);
+        free(v);
+        return -1;
+    }
+    for (int i = 0; i < k; i++) {
+        if (v[i] > hi) {
+            fprintf(stderr, "hyla bench: %s: %d is larger than %d\n", opt, (int)v[i], hi);
+            free(v);
+            return -1;
+        }
+        out[i] = (int)v[i];
+    }
+    *n = k;
+    free(v);
+    return 0;
+}
+
+/* mean and sample standard deviation */
+static void stats(const double *x, int n, double *mean, double *sd) {
+    double s = 0, q = 0;
+    for (int i = 0; i < n; i++) s += x[i];
+    *mean = n ? s / n : 0;
+    for (int i = 0; i < n; i++) q += (x[i] - *mean) * (x[i] - *mean);
+    *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
+}
+
+typedef struct bench {
+    hy_ctx *ctx;
+    hy_seq *seq;
+    const hy_model *m;
+    hy_gdn_state *snap; /* GDN state at the current depth */
+    int depth;
+    const int32_t *ids; /* [capacity] random ids */
+    float *logits;      /* [vocab] */
+    hy_threadpool *bw_tp;
+    float *bw_buf;
+    size_t bw_floats;
+    int threads, reps;
+    bool csv;
+    hy_fwd_costs costs;
+    bool all_finite;
+} bench;
+
+/* One run of a test from the depth state: pp (n tokens in one call) or tg (n one-token calls).
+ * Returns 0 and the wall / per-thread CPU seconds. */
+static int run_test(bench *b, bool pp, int n, double *wall, double *cpu, hy_err *err) {
+    if (hy_seq_rewind(b->seq, b->depth, b->snap, err)) return -1;
+    const double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    if (pp) {
+        if (hy_forward(b->ctx, b->seq, b->ids + b->depth, n, b->logits, false, err)) return -1;
+    } else {
+        for (int i = 0; i < n; i++)
+            if (hy_forward(b->ctx, b->seq, b->ids + b->depth + i, 1, b->logits, false, err)) return -1;
+    }
+    *wall = clock_s(CLOCK_MONOTONIC) - w0;
+    *cpu = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / b->threads;
+    const int V = b->m->hp.vocab_size;
+    for (int v = 0; v < V; v++)
+        if (!isfinite(b->logits[v])) {
+            b->all_finite = false;
+            break;
+        }
+    return 0;
+}
+
+static void print_header(const bench *b) {
+    if (b->csv) {
+        printf("test,depth,tokens,reps,tps,tps_sd,tps_cpu,tps_cpu_sd,weights_bytes_per_tok,state_bytes_per_tok,"
+               "bw_gbs,bw_cpu_gbs,bw_frac,bw_frac_sd,bw_frac_state,bw_frac_cpu,gflops,gflops_cpu,finite\n");
+        return;
+    }
+    printf("| %-14s | %17s | %9s | %8s | %8s | %7s | %13s | %6s | %8s | %8s | %8s |\n", "test", "t/s", "t/s cpu",
+           "GB/tok w", "MB/tok s", "BW GB/s", "%BW w", "%BW w+s", "%BW cpu", "GFLOP/s", "GF/s cpu");
+    printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "----------------", "------------------:", "----------:",
+           "---------:", "---------:", "--------:", "--------------:", "-------:", "---------:", "---------:",
+           "---------:");
+    fflush(stdout);
+}
+
+static int bench_test(bench *b, bool pp, int n, bool warmup, hy_err *err) {
+    const hy_fwd_costs *k = &b->costs;
+    double wall = 0, cpu = 0;
+    if (warmup) {
+        int nw = pp ? (n < 128 ? n : 128) : (n < 4 ? n : 4);
+        if (run_test(b, pp, nw, &wall, &cpu, err)) return -1;
+    }
+    double tps[64], tpsc[64], frac[64], fracs[64], fracc[64], bww[64], bwc[64];
+    /* work per run */
+    double flops = 0, state_bytes = 0;
+    for (int t = 0; t < n; t++) {
+        const double nkv = (double)b->depth + t + 1;
+        flops += 2.0 * (double)k->linear_params + (double)k->attn_flops_per_key * nkv;
+        if (!pp) {
+            flops += 2.0 * (double)k->lm_head_params;
+            state_bytes += 2.0 * (double)k->gdn_state_bytes + (double)k->kv_bytes_per_pos * (nkv + 1);
+        }
+    }
+    if (pp) flops += 2.0 * (double)k->lm_head_params;
+    const double state_per_tok = pp ? 0 : state_bytes / n;
+    for (int r = 0; r < b->reps; r++) {
+        hy_membw bw = {0, 0};
+        if (b->bw_buf) hy_membw_measure(b->bw_tp, b->bw_buf, b->bw_floats, 3, &bw);
+        if (run_test(b, pp, n, &wall, &cpu, err)) return -1;
+        tps[r] = n / wall;
+        tpsc[r] = n / (cpu > 0 ? cpu : wall);
+        bww[r] = bw.gbs_wall;
+        bwc[r] = bw.gbs_cpu;
+        frac[r] = bw.gbs_wall > 0 ? (double)k->decode_weight_bytes * tps[r] / (bw.gbs_wall * 1e9) : 0;
+        fracs[r] = bw.gbs_wall > 0 ? ((double)k->decode_weight_bytes + state_per_tok) * tps[r] / (bw.gbs_wall * 1e9) : 0;
+        fracc[r] = bw.gbs_cpu > 0 ? (double)k->decode_weight_bytes * tpsc[r] / (bw.gbs_cpu * 1e9) : 0;
+    }
+    const int R = b->reps;
+    double m_tps, s_tps, m_tpsc, s_tpsc, m_f, s_f, m_fs, s_fs, m_fc, s_fc, m_bw, s_bw, m_bwc, s_bwc;
+    stats(tps, R, &m_tps, &s_tps);
+    stats(tpsc, R, &m_tpsc, &s_tpsc);
+    stats(frac, R, &m_f, &s_f);
+    stats(fracs, R, &m_fs, &s_fs);
+    stats(fracc, R, &m_fc, &s_fc);
+    stats(bww, R, &m_bw, &s_bw);
+    stats(bwc, R, &m_bwc, &s_bwc);
+    const double gf = flops / n * m_tps / 1e9, gfc = flops / n * m_tpsc / 1e9;
+    char name[48];
+    if (b->depth) snprintf(name, sizeof name, "%s%d @ d%d", pp ? "pp" : "tg", n, b->depth);
+    else snprintf(name, sizeof name, "%s%d", pp ? "pp" : "tg", n);
+    if (b->csv) {
+        printf("%s%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,", pp ? "pp" : "tg", n, b->depth, n, R, m_tps, s_tps, m_tpsc,
+               s_tpsc);
+        if (pp) printf(",,%.3f,%.3f,,,,,", m_bw, m_bwc); /* bytes/token and %BW are decode figures */
+        else
+            printf("%.0f,%.0f,%.3f,%.3f,%.5f,%.5f,%.5f,%.5f,", (double)k->decode_weight_bytes, state_per_tok, m_bw,
+                   m_bwc, m_f, s_f, m_fs, m_fc);
+        printf("%.3f,%.3f,%d\n", gf, gfc, b->all_finite ? 1 : 0);
+    } else if (pp) {
+        printf("| %-14s | %9.2f ± %5.2f | %9.2f | %8s | %8s | %7s | %13s | %6s | %8s | %8.1f | %8.1f |\n", name, m_tps,
+               s_tps, m_tpsc, "-", "-", "-", "-", "-", "-", gf, gfc);
+    } else {
+        char fb[32];
+        snprintf(fb, sizeof fb, "%5.1f%% ± %4.1f", 100 * m_f, 100 * s_f);
+        printf("| %-14s | %9.2f ± %5.2f | %9.2f | %8.3f | %8.2f | %7.1f | %13s | %5.1f%% | %7.1f%% | %8.1f | %8.1f |\n",
+               name, m_tps, s_tps, m_tpsc, (double)k->decode_weight_bytes / 1e9, state_per_tok / 1e6, m_bw, fb,
+               100 * m_fs, 100 * m_fc, gf, gfc);
+    }
+    fflush(stdout);
+    return 0;
+}
+
+HY_CMD(bench) {
+    const char *dir = NULL, *weights = "auto", *isa = NULL, *fmt = "md";
+    int pps[MAX_LIST] = {512}, n_pp = 1, tgs[MAX_LIST] = {128}, n_tg = 1, depths[MAX_LIST] = {0}, n_d = 1;
+    int threads = 2, reps = 5, chunk = 0, bw_mib = 512, seed = 1;
+    bool warmup = true, fast_prefill = false;
+    unsigned quant_flags = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has_val = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if ((!strcmp(a, "-m") || !strcmp(a, "--model")) && has_val) {
+            dir = argv[++i];
+        } else if (!strcmp(a, "-p") && has_val) {
+            if (parse_list("-p", argv[++i], pps, &n_pp, 1 << 22)) return 2;
+        } else if (!strcmp(a, "-n") && has_val) {
+            if (parse_list("-n", argv[++i], tgs, &n_tg, 1 << 20)) return 2;
+        } else if (!strcmp(a, "-d") && has_val) {
+            if (parse_list("-d", argv[++i], depths, &n_d, 1 << 22)) return 2;
+        } else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && has_val) {
+            if (hy_cli_parse_int("--threads", argv[++i], 1, 256, &threads)) return 2;
+        } else if ((!strcmp(a, "-r") || !strcmp(a, "--reps")) && has_val) {
+            if (hy_cli_parse_int("--reps", argv[++i], 1, 64, &reps)) return 2;
+        } else if (!strcmp(a, "--weights") && has_val) {
+            weights = argv[++i];
+        } else if (!strcmp(a, "--isa") && has_val) {
+            isa = argv[++i];
+        } else if (!strcmp(a, "--chunk") && has_val) {
+            if (hy_cli_parse_int("--chunk", argv[++i], 1, 65536, &chunk)) return 2;
+        } else if (!strcmp(a, "--bw-mib") && has_val) {
+            if (hy_cli_parse_int("--bw-mib", argv[++i], 0, 1 << 16, &bw_mib)) return 2;
+        } else if (!strcmp(a, "--seed") && has_val) {
+            if (hy_cli_parse_int("--seed", argv[++i], 0, 1 << 30, &seed)) return 2;
+        } else if (!strcmp(a, "--quant-lm-head")) {
+            quant_flags |= HY_QUANT_LM_HEAD;
+        } else if (!strcmp(a, "--quant-gdn-ab")) {
+            quant_flags |= HY_QUANT_GDN_AB;
+        } else if (!strcmp(a, "--fast-prefill")) {
+            fast_prefill = true;
+        } else if (!strcmp(a, "--no-warmup")) {
+            warmup = false;
+        } else if (!strcmp(a, "-o") && has_val) {
+            fmt = argv[++i];
+            if (strcmp(fmt, "md") && strcmp(fmt, "csv")) {
+                fprintf(stderr, "hyla bench: -o expects md or csv, got '%s'\n", fmt);
+                return 2;
+            }
+        } else {
+            fprintf(stderr, "hyla bench: unknown option or missing value: '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!dir) {
+        fprintf(stderr, "hyla bench: -m DIR is required\n");
+        usage(stderr);
+        return 2;
+    }
+    const int wreq = hy_wreq_parse(weights);
+    if (wreq < 0) {
+        fprintf(stderr, "hyla bench: --weights expects auto, bf16, fp8, q8 or q4, got '%s'\n", weights);
+        return 2;
+    }
+    int max_d = 0, max_run = 1;
+    for (int i = 0; i < n_d; i++) max_d = depths[i] > max_d ? depths[i] : max_d;
+    for (int i = 0; i < n_pp; i++) max_run = pps[i] > max_run ? pps[i] : max_run;
+    for (int i = 0; i < n_tg; i++) max_run = tgs[i] > max_run ? tgs[i] : max_run;
+    const long long cap = (long long)max_d + max_run;
+    if (cap > (1LL << 30)) {
+        fprintf(stderr, "hyla bench: depth + test length %lld is too large\n", cap);
+        return 2;
+    }
+
+    int rc = 1;
+    hy_err err;
+    hy_err_clear(&err);
+    hy_model *m = NULL;
+    bench b;
+    memset(&b, 0, sizeof b);
+    b.threads = threads;
+    b.reps = reps;
+    b.csv = !strcmp(fmt, "csv");
+    b.all_finite = true;
+    int32_t *ids = NULL;
+    if (hy_model_load(&m, dir, &err)) goto fail;
+    b.m = m;
+    if (chunk == 0) chunk = HY_DEFAULT_MAX_CHUNK;
+    hy_ctx_opts o = {.n_threads = threads, .max_chunk = chunk, .isa = isa, .weights = (hy_wreq)wreq,
+                     .quant_flags = quant_flags, .fast_prefill = fast_prefill};
+    if (hy_ctx_create(&b.ctx, m, &o, &err) || hy_seq_create(&b.seq, m, (int)cap, &err)) goto fail;
+    const hy_gdn_state *gs = hy_seq_gdn_state(b.seq);
+    if (hy_gdn_state_create(&b.snap, gs->n_layers, &gs->d, gs->conv_kernel, &err)) goto fail;
+    hy_ctx_costs(b.ctx, &b.costs);
+    const int V = m->hp.vocab_size;
+    ids = malloc(sizeof(int32_t) * (size_t)cap);
+    b.logits = malloc(sizeof(float) * (size_t)V);
+    if (!ids || !b.logits) {
+        hy_err_set(&err, HY_E_NOMEM, "out of memory for %lld token ids", cap);
+        goto fail;
+    }
+    uint64_t r = (uint64_t)seed * 0x9E3779B97F4A7C15ull + 12345;
+    for (long long i = 0; i < cap; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        ids[i] = (int32_t)(r % (uint64_t)V);
+    }
+    b.ids = ids;
+    if (bw_mib > 0) {
+        b.bw_floats = (size_t)bw_mib << 18;
+        b.bw_buf = hy_calloc_aligned(b.bw_floats, sizeof(float));
+        if (!b.bw_buf) {
+            hy_err_set(&err, HY_E_NOMEM, "cannot allocate the %d MiB bandwidth buffer", bw_mib);
+            goto fail;
+        }
+        for (size_t i = 0; i < b.bw_floats; i += 1024) b.bw_buf[i] = 1.0f; /* own every page */
+        if (hy_threadpool_create(&b.bw_tp, threads, &err)) goto fail;
+    }
+
+    const hy_fwd_costs *k = &b.costs;
+    const char *pre = b.csv ? "# " : "";
+    printf("%smodel: %s (%d layers, hidden %d, vocab %d)\n", pre, dir, m->hp.num_hidden_layers, m->hp.hidden_size, V);
+    printf("%sweights: %s; decode streams %.3f GB/token (linears %.3f Gparams, lm_head %.3f Gparams); GDN state %.2f MB; "
+           "KV %.1f KiB/position\n",
+           pre, weights, k->decode_weight_bytes / 1e9, k->linear_params / 1e9, k->lm_head_params / 1e9,
+           k->gdn_state_bytes / 1e6, k->kv_bytes_per_pos / 1024.0);
+    printf("%skernels: %s, %d threads, %d reps (+%s warm-up), chunk %d%s%s%s, bandwidth measured before every rep "
+           "on %d MiB\n",
+           pre, hy_ctx_isa(b.ctx), threads, reps, warmup ? "1" : "no", chunk, fast_prefill ? ", fast prefill" : "",
+           quant_flags & HY_QUANT_LM_HEAD ? ", quantized lm_head" : "",
+           quant_flags & HY_QUANT_GDN_AB ? ", quantized GDN a/b" : "", bw_mib);
+    if (!b.csv) printf("(machine may be shared: compare the ratios and the cpu columns, not absolute wall figures)\n\n");
+    print_header(&b);
+
+    for (int di = 0; di < n_d; di++) {
+        hy_seq_reset(b.seq);
+        if (depths[di] > 0) {
+            const double w0 = clock_s(CLOCK_MONOTONIC);
+            if (hy_forward(b.ctx, b.seq, ids, depths[di], NULL, false, &err)) goto fail;
+            if (!b.csv)
+                printf("| (depth %d prefilled in %.2f s, untimed) |\n", depths[di], clock_s(CLOCK_MONOTONIC) - w0);
+        }
+        b.depth = depths[di];
+        hy_gdn_state_copy(b.snap, hy_seq_gdn_state(b.seq));
+        for (int i = 0; i < n_pp; i++)
+            if (pps[i] > 0 && bench_test(&b, true, pps[i], warmup, &err)) goto fail;
+        for (int i = 0; i < n_tg; i++)
+            if (tgs[i] > 0 && bench_test(&b, false, tgs[i], warmup, &err)) goto fail;
+    }
+    if (b.csv) {
+        printf("# memory: context_bytes=%zu seq_reserved_bytes=%zu kv_capacity=%lld kv_used_bytes=%.0f "
+               "gdn_state_bytes=%llu peak_rss_bytes=%lld bw_buffer_bytes=%zu\n",
+               hy_ctx_bytes(b.ctx), hy_seq_bytes(b.seq), cap, (double)k->kv_bytes_per_pos * hy_seq_pos(b.seq),
+               (unsigned long long)k->gdn_state_bytes, proc_status_kb("VmHWM"), b.bw_floats * sizeof(float));
+        printf("# logits: %s\n", b.all_finite ? "finite" : "non-finite");
+        printf("# kernels: %s threads=%d\n", hy_ctx_isa(b.ctx), threads);
+    } else {
+        printf("\nmemory: context %.1f MiB, sequence %.1f MiB reserved (KV capacity %lld positions, %.1f MiB used at "
+               "the end; GDN state %.1f MiB), peak RSS %.1f MiB (incl. %d MiB bandwidth buffer)\n",
+               hy_ctx_bytes(b.ctx) / 1048576.0, hy_seq_bytes(b.seq) / 1048576.0, cap,
+               (double)k->kv_bytes_per_pos * hy_seq_pos(b.seq) / 1048576.0, k->gdn_state_bytes / 1048576.0,
+               proc_status_kb("VmHWM") / 1048576.0, bw_mib);
+        printf("logits: %s\n", b.all_finite ? "all finite" : "NON-FINITE values seen");
+    }
+    rc = b.all_finite ? 0 : 1;
+    if (!b.all_finite) hy_err_set(&err, HY_E_INVALID, "non-finite logits");
+fail:
+    if (rc) fprintf(stderr, "hyla bench: %s\n", err.msg);
+    hy_threadpool_free(b.bw_tp);
+    hy_free(b.bw_buf);
+    free(ids);
+    free(b.logits);
+    hy_gdn_state_free(b.snap);
+    hy_seq_free(b.seq);
+    hy_ctx_free(b.ctx);
+    hy_model_free(m);
+    return rc;
+}

@@ -1,0 +1,66 @@
+/*
+ * Causal grouped-query attention over a contiguous KV cache (spec §4.5), flash style: keys are
+ * visited in blocks of HY_ATTN_KB with an online softmax (running max and sum per query row),
+ * so nothing proportional to the context is ever stored besides the cache itself.
+ *
+ * One call handles every query row that shares one KV head: nt consecutive tokens times the ng
+ * query heads of the group. The SIMD variants walk the key blocks in the outer loop and the
+ * query rows inside it, so each K/V row is read from memory once per call and then served from
+ * cache to all rows (decode: the ng heads of the group; prefill: a block of tokens too).
+ *
+ * Causality: token t of the call (0-based) sees keys 0 .. n_past + t, i.e. n_past + t + 1 keys,
+ * where n_past is the number of cached positions before the call's first token. Keys the row
+ * may not see are never read beyond the call's last token (n_past + nt keys in all).
+ *
+ * Threading: pure over its arguments; a call writes only its own output rows and its own
+ * `work` buffer (hy_attn_work_floats), so callers split (KV head, token block) units across
+ * threads. A row's result does not depend on which other rows share the call, on the thread
+ * count or on how the prompt was split into calls (key blocks always start at position 0).
+ *
+ * Numerics: fp32 throughout. The scalar form (cpu/attn_ref.c) is hy_ref_attn_head per row and
+ * the oracle; SIMD forms differ from it by summation order, FMA and a ~1 ulp vector exp.
+ */
+#ifndef HY_KERNELS_ATTN_H
+#define HY_KERNELS_ATTN_H
+
+#include "base/cpu.h"
+
+#include <stddef.h>
+
+#define HY_ATTN_KB 64   /* keys per block of the online softmax */
+#define HY_ATTN_MR_MAX 8 /* largest query-row tile of any variant */
+
+typedef struct hy_attn_args {
+    const float *q;  /* query row (t, i) at q + t*ldq_t + i*ldq_h: dh floats, t < nt, i < ng */
+    size_t ldq_t, ldq_h;
+    float *out;      /* output row (t, i) at out + t*ldo_t + i*ldo_h: dh floats (fully written) */
+    size_t ldo_t, ldo_h;
+    const float *k;  /* key of position j at k + j*ld (dh floats), post-norm, post-RoPE */
+    const float *v;  /* value of position j at v + j*ld */
+    size_t ld;
+    int nt, ng;      /* tokens, query heads sharing the KV head (rows = nt*ng) */
+    int n_past;      /* token t sees keys [0, n_past + t] */
+    int dh;          /* head dim */
+    float scale;     /* score = (q·k)·scale */
+} hy_attn_args;
+
+/* Floats of per-call scratch for `rows` = nt*ng query rows (same for every variant). */
+size_t hy_attn_work_floats(int rows);
+
+typedef struct hy_attn_ops {
+    const char *name; /* ISA name */
+    /* out rows = softmax over the visible keys of (q·k)·scale, times V. */
+    void (*gqa)(const hy_attn_args *a, float *work);
+} hy_attn_ops;
+
+/* The scalar oracle: hy_ref_attn_head (kernels/ops.h) for each row. */
+void hy_attn_gqa_ref(const hy_attn_args *a, float *work);
+
+/* The table of one ISA, or NULL when this build has no such variant. Does NOT check that the
+ * running CPU supports it (see kernels/cpu/dispatch.h). */
+const hy_attn_ops *hy_attn_ops_get(hy_isa isa);
+const hy_attn_ops *hy_attn_ops_ref(void);
+const hy_attn_ops *hy_attn_ops_avx2(void);
+const hy_attn_ops *hy_attn_ops_avx512(void);
+
+#endif

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `hyla bench` end to end on a tiny fixture (a few tokens, one rep: seconds). Checks the table
+# and csv come out with every test row, a finite-logits verdict and the memory line, at a depth
+# too (the depth state is restored before every rep), and that bad options exit 2 with a
+# message. Timings are never checked.
+set -u
+HYLA_BIN=${HYLA_BIN:-build/hyla}
+DATA=${HYLA_DATA_DIR:-tests/data}
+M=$DATA/models/tiny-text
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+if ! "$HYLA_BIN" bench -m "$M" -p 16,40 -n 4 -d 0,70 -r 2 -t 2 --bw-mib 64 >"$tmp/md.txt" 2>"$tmp/e.txt"; then
+  fail "md run exited non-zero: $(tail -1 "$tmp/e.txt")"
+fi
+for t in "pp16 " "pp40 " "tg4 " "pp16 @ d70" "pp40 @ d70" "tg4 @ d70"; do
+  grep -q "| $t" "$tmp/md.txt" || fail "md: no row '$t'"
+done
+grep -q "logits: all finite" "$tmp/md.txt" || fail "md: no finite-logits verdict"
+grep -q "^memory: context" "$tmp/md.txt" || fail "md: no memory line"
+grep -q "%BW" "$tmp/md.txt" || fail "md: no %BW column"
+
+if ! "$HYLA_BIN" bench -m "$M" -p 8 -n 3 -r 1 --bw-mib 0 --isa ref -o csv >"$tmp/c.csv" 2>"$tmp/e.txt"; then
+  fail "csv run exited non-zero: $(tail -1 "$tmp/e.txt")"
+fi
+grep -q '^test,depth,tokens,reps,tps,' "$tmp/c.csv" || fail "csv: no header"
+grep -q '^pp8,0,8,1,' "$tmp/c.csv" || fail "csv: no pp8 row"
+grep -q '^tg3,0,3,1,' "$tmp/c.csv" || fail "csv: no tg3 row"
+grep -q '^# logits: finite' "$tmp/c.csv" || fail "csv: no finite verdict"
+grep -q '^# kernels: ref ' "$tmp/c.csv" || fail "csv: --isa ref not applied"
+
+expect_usage() { # args... : exit 2 and a message on stderr
+  "$HYLA_BIN" bench "$@" >/dev/null 2>"$tmp/u.txt"
+  rc=$?
+  [ $rc = 2 ] || fail "bench $*: exit $rc, expected 2"
+  [ -s "$tmp/u.txt" ] || fail "bench $*: no message"
+}
+expect_usage -p 8
+expect_usage -m "$M" --weights q5
+expect_usage -m "$M" -p 1,x
+expect_usage -m "$M" -r 0
+expect_usage -m "$M" -o json
+"$HYLA_BIN" bench -m "$DATA/models/does-not-exist" -p 4 -n 0 -r 1 --bw-mib 0 >/dev/null 2>"$tmp/u.txt"
+[ $? = 1 ] || fail "missing model: expected exit 1"
+"$HYLA_BIN" bench -m "$M" -p 4 -n 0 -r 1 --bw-mib 0 --isa sse9 >/dev/null 2>"$tmp/u.txt"
+[ $? = 1 ] && grep -q "sse9" "$tmp/u.txt" || fail "bad --isa: expected exit 1 naming it"
+
+[ $fails = 0 ] && echo "test_bench: all checks passed"
+exit $((fails > 0))

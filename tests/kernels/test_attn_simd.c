@@ -1,0 +1,181 @@
+/* kernels/attn: the SIMD grouped-query attention of every ISA tier this machine runs against
+ * the scalar oracle (hy_ref_attn_head per row), tiers it cannot run are reported and skipped.
+ * Cases: head_dim 32, 256 and ones that are not a multiple of the vector width (40, 72, 8);
+ * groups of 1, 4, 6 query heads; decode (nt = 1) and prefill blocks (causal mask inside the
+ * block) with n_past 0, odd, at and around the 64-key block size; interleaved strides as the
+ * forward pass uses them (q rows 2·dh apart, K/V rows Hkv·dh apart); large scores that move
+ * the running max many times.
+ * Tolerance: max |x - ref| <= 1e-5 (outputs are convex combinations of values in [-1, 1]);
+ * the worst error is printed. Also: a row's result is bit-identical whether it is computed in
+ * one call with its neighbours or alone (what makes the forward pass thread-count invariant). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "kernels/attn.h"
+#include "kernels/cpu/dispatch.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TOL 1e-5
+
+typedef struct rng { uint64_t s; } rng;
+static double rng_u(rng *r) {
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1p-53;
+}
+static float rng_sym(rng *r) { return (float)(2.0 * rng_u(r) - 1.0); }
+
+static float *xalloc(size_t n) {
+    float *p = calloc(n ? n : 1, sizeof(float));
+    assert_non_null(p);
+    return p;
+}
+
+static int n_tiers;
+static const hy_attn_ops *tiers[HY_ISA_COUNT];
+
+static int setup(void **st) {
+    (void)st;
+    hy_cpu_features f;
+    hy_cpu_detect(&f);
+    for (int i = HY_ISA_REF + 1; i < HY_ISA_COUNT; i++) {
+        const hy_attn_ops *o = hy_attn_ops_get((hy_isa)i);
+        if (!o || !hy_isa_supported(&f, (hy_isa)i)) {
+            printf("tier %s: not runnable here, skipped\n", hy_isa_name((hy_isa)i));
+            continue;
+        }
+        tiers[n_tiers++] = o;
+    }
+    return 0;
+}
+
+typedef struct acase {
+    int dh, ng, hkv, nt, n_past;
+    float qscale; /* magnitude of q (large: peaky softmax, many max updates) */
+} acase;
+
+/* Runs one case on every tier; returns the worst error. */
+static double run_case(const acase *c, uint64_t seed) {
+    rng r = {seed};
+    const int dh = c->dh, ng = c->ng, hkv = c->hkv, nt = c->nt, nkv = c->n_past + c->nt;
+    const size_t ld = (size_t)hkv * dh;          /* K/V rows of all KV heads interleaved */
+    const size_t ldq_h = 2 * (size_t)dh;         /* per head [query | gate] as q_proj emits it */
+    const size_t ldq_t = (size_t)hkv * ng * ldq_h;
+    const size_t ldo_h = (size_t)dh, ldo_t = (size_t)hkv * ng * dh;
+    float *k = xalloc((size_t)nkv * ld), *v = xalloc((size_t)nkv * ld);
+    float *q = xalloc((size_t)nt * ldq_t);
+    for (size_t i = 0; i < (size_t)nkv * ld; i++) k[i] = rng_sym(&r), v[i] = rng_sym(&r);
+    for (size_t i = 0; i < (size_t)nt * ldq_t; i++) q[i] = c->qscale * rng_sym(&r);
+    float *ref = xalloc((size_t)nt * ldo_t), *got = xalloc((size_t)nt * ldo_t), *one = xalloc((size_t)nt * ldo_t);
+    float *work = xalloc(hy_attn_work_floats(nt * ng));
+    const float scale = 1.0f / sqrtf((float)dh);
+    const int g = hkv - 1; /* the last KV head: offsets must be honoured */
+    hy_attn_args a = {.q = q + (size_t)g * ng * ldq_h, .ldq_t = ldq_t, .ldq_h = ldq_h,
+                      .out = NULL, .ldo_t = ldo_t, .ldo_h = ldo_h,
+                      .k = k + (size_t)g * dh, .v = v + (size_t)g * dh, .ld = ld,
+                      .nt = nt, .ng = ng, .n_past = c->n_past, .dh = dh, .scale = scale};
+    a.out = ref + (size_t)g * ng * dh;
+    hy_attn_ops_ref()->gqa(&a, work);
+    double worst = 0.0;
+    for (int ti = 0; ti < n_tiers; ti++) {
+        memset(got, 0x7f, (size_t)nt * ldo_t * sizeof(float)); /* garbage: every row must be written */
+        a.out = got + (size_t)g * ng * dh;
+        a.nt = nt, a.n_past = c->n_past, a.q = q + (size_t)g * ng * ldq_h;
+        tiers[ti]->gqa(&a, work);
+        double e = 0.0;
+        for (int t = 0; t < nt; t++)
+            for (int i = 0; i < ng; i++)
+                for (int d = 0; d < dh; d++) {
+                    size_t o = (size_t)t * ldo_t + ((size_t)g * ng + i) * dh + d;
+                    double x = fabs((double)got[o] - (double)ref[o]);
+                    if (isnan(x)) x = INFINITY;
+                    if (x > e) e = x;
+                }
+        /* each token alone (n_past + t) must give the same bits as the block call */
+        memset(one, 0, (size_t)nt * ldo_t * sizeof(float));
+        for (int t = 0; t < nt; t++) {
+            a.q = q + (size_t)t * ldq_t + (size_t)g * ng * ldq_h;
+            a.out = one + (size_t)t * ldo_t + (size_t)g * ng * dh;
+            a.nt = 1, a.n_past = c->n_past + t;
+            tiers[ti]->gqa(&a, work);
+        }
+        int same = 1;
+        for (int t = 0; t < nt && same; t++)
+            same = !memcmp(one + (size_t)t * ldo_t + (size_t)g * ng * dh, got + (size_t)t * ldo_t + (size_t)g * ng * dh,
+                           (size_t)ng * dh * sizeof(float));
+        if (!same) printf("  %s: block call and per-token calls differ\n", tiers[ti]->name);
+        assert_true(same);
+        if (e > worst) worst = e;
+        if (e > TOL)
+            printf("  %s: dh %d ng %d nt %d n_past %d: max|d| %.3g > %.0e\n", tiers[ti]->name, dh, ng, nt,
+                   c->n_past, e, TOL);
+        assert_true(e <= TOL);
+    }
+    free(k), free(v), free(q), free(ref), free(got), free(one), free(work);
+    return worst;
+}
+
+static void test_cases(void **st) {
+    (void)st;
+    if (!n_tiers) {
+        printf("no SIMD tier runnable here; nothing to compare\n");
+        return;
+    }
+    static const acase cases[] = {
+        /* decode */
+        {256, 4, 2, 1, 0, 1.0f},   {256, 4, 2, 1, 63, 1.0f},  {256, 4, 2, 1, 64, 1.0f},
+        {256, 4, 2, 1, 1000, 1.0f}, {256, 6, 4, 1, 333, 1.0f}, {32, 2, 2, 1, 517, 1.0f},
+        {32, 1, 1, 1, 129, 1.0f},   {40, 3, 2, 1, 77, 1.0f},   {72, 4, 1, 1, 200, 1.0f},
+        {8, 5, 1, 1, 90, 1.0f},
+        /* prefill blocks: causal mask inside the block */
+        {256, 4, 2, 16, 0, 1.0f},   {256, 4, 2, 64, 0, 1.0f},  {256, 6, 4, 17, 47, 1.0f},
+        {256, 4, 2, 130, 3, 1.0f},  {32, 2, 2, 64, 64, 1.0f},  {32, 2, 2, 31, 101, 1.0f},
+        {40, 3, 2, 9, 60, 1.0f},    {72, 1, 3, 70, 0, 1.0f},   {8, 4, 2, 33, 7, 1.0f},
+        /* peaky softmax: the running max moves a lot */
+        {256, 4, 2, 40, 200, 30.0f}, {32, 2, 2, 100, 150, 60.0f}, {40, 6, 1, 3, 300, 80.0f},
+    };
+    double worst = 0.0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double e = run_case(&cases[i], 1000 + i);
+        if (e > worst) worst = e;
+    }
+    printf("attention SIMD vs scalar: %zu cases, %d tier(s), worst max|d| = %.3g (tol %.0e)\n",
+           sizeof cases / sizeof cases[0], n_tiers, worst, TOL);
+}
+
+/* Random shapes. */
+static void test_random(void **st) {
+    (void)st;
+    if (!n_tiers) return;
+    rng r = {77};
+    double worst = 0.0;
+    for (int it = 0; it < 60; it++) {
+        acase c;
+        c.dh = 1 + (int)(rng_u(&r) * 130);
+        c.ng = 1 + (int)(rng_u(&r) * 8);
+        c.hkv = 1 + (int)(rng_u(&r) * 3);
+        c.nt = 1 + (int)(rng_u(&r) * 40);
+        c.n_past = (int)(rng_u(&r) * 300);
+        c.qscale = rng_u(&r) < 0.2 ? 20.0f : 1.0f;
+        double e = run_case(&c, 5000 + (uint64_t)it);
+        if (e > worst) worst = e;
+    }
+    printf("attention SIMD vs scalar: 60 random shapes, worst max|d| = %.3g (tol %.0e)\n", worst, TOL);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cases),
+        cmocka_unit_test(test_random),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
