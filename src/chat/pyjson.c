@@ -17,7 +17,7 @@
 #include <string.h>
 #include <utf8proc.h>
 
-size_t hy_utf8_decode(const char *s, size_t n, uint32_t *cp) {
+size_t hy_pyjson_utf8_decode(const char *s, size_t n, uint32_t *cp) {
     const unsigned char *u = (const unsigned char *)s;
     if (n == 0) return 0;
     if (u[0] < 0x80) {
@@ -65,7 +65,7 @@ static int put_utf8(hy_chat_buf *b, uint32_t c) {
 int hy_utf8_append_lossy(hy_chat_buf *b, const char *s, size_t n) {
     uint32_t cp;
     for (size_t i = 0; i < n;) {
-        size_t l = hy_utf8_decode(s + i, n - i, &cp);
+        size_t l = hy_pyjson_utf8_decode(s + i, n - i, &cp);
         if (l) {
             hy_chat_buf_put(b, s + i, l);
             i += l;
@@ -81,7 +81,7 @@ json_t *hy_pyjson_string_lossy(const char *s, size_t n) {
     size_t i = 0;
     uint32_t cp;
     while (i < n) {
-        size_t l = hy_utf8_decode(s + i, n - i, &cp);
+        size_t l = hy_pyjson_utf8_decode(s + i, n - i, &cp);
         if (!l) break;
         i += l;
     }
@@ -110,7 +110,7 @@ void hy_py_strip(const char *s, size_t n, size_t *b, size_t *e) {
     size_t i = 0;
     while (i < n) {
         uint32_t c;
-        size_t l = hy_utf8_decode(s + i, n - i, &c);
+        size_t l = hy_pyjson_utf8_decode(s + i, n - i, &c);
         if (!l || !hy_py_isspace(c)) break;
         i += l;
     }
@@ -119,7 +119,7 @@ void hy_py_strip(const char *s, size_t n, size_t *b, size_t *e) {
     size_t end = i, j = i;
     while (j < n) {
         uint32_t c;
-        size_t l = hy_utf8_decode(s + j, n - j, &c);
+        size_t l = hy_pyjson_utf8_decode(s + j, n - j, &c);
         if (!l) {
             j++;
             end = j;
@@ -285,7 +285,7 @@ static int repr_string(hy_chat_buf *b, const char *s, size_t n) {
     hy_chat_buf_putc(b, q);
     for (size_t i = 0; i < n;) {
         uint32_t c;
-        size_t l = hy_utf8_decode(s + i, n - i, &c);
+        size_t l = hy_pyjson_utf8_decode(s + i, n - i, &c);
         char e[16];
         if (!l) { /* cannot come from a valid JSON string; keep bytes as \x escapes */
             snprintf(e, sizeof e, "\\x%02x", (unsigned char)s[i]);

@@ -54,6 +54,6 @@ json_t *hy_pyjson_string_lossy(const char *s, size_t n);
 
 /* Decodes one UTF-8 code point at s[0..n); returns its length (1..4) and sets *cp, or 0
  * for an invalid/truncated sequence. */
-size_t hy_utf8_decode(const char *s, size_t n, uint32_t *cp);
+size_t hy_pyjson_utf8_decode(const char *s, size_t n, uint32_t *cp);
 
 #endif

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int hy_cli_parse_int(const char *opt, const char *s, long lo, long hi, int *out) {
     char *end = NULL;
@@ -66,5 +67,37 @@ int hy_cli_parse_ids(const char *opt, const char *s, int32_t **ids, int *n) {
     }
     *ids = v;
     *n = k;
+    return 0;
+}
+
+int hy_cli_ctx_opt(int argc, char **argv, int *i, hy_ctx_opts *o) {
+    const char *a = argv[*i];
+    const bool has_val = *i + 1 < argc;
+    if (!strcmp(a, "--weights") && has_val) {
+        const int w = hy_wreq_parse(argv[*i + 1]);
+        if (w < 0) {
+            fprintf(stderr, "hyla: --weights expects auto, bf16, fp8, q8 or q4, got '%s'\n", argv[*i + 1]);
+            return -1;
+        }
+        o->weights = (hy_wreq)w;
+        (*i)++;
+        return 1;
+    }
+    if (!strcmp(a, "--isa") && has_val) {
+        o->isa = argv[++*i];
+        return 1;
+    }
+    if (!strcmp(a, "--quantize-lm-head")) {
+        o->quant_flags |= HY_QUANT_LM_HEAD;
+        return 1;
+    }
+    if (!strcmp(a, "--quantize-gdn-ab")) {
+        o->quant_flags |= HY_QUANT_GDN_AB;
+        return 1;
+    }
+    if (!strcmp(a, "--fast-prefill")) {
+        o->fast_prefill = true;
+        return 1;
+    }
     return 0;
 }

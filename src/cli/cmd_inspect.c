@@ -1,6 +1,8 @@
 /*
- * `hyla inspect DIR [--json]`: parsed config, layer schedule, derived sizes
- * and the tensor audit of a checkpoint directory. Exit 0 only when the
+ * `hyla inspect DIR [--json] [--weights F [--quantize-lm-head] [--quantize-gdn-ab]]`: parsed
+ * config, layer schedule, derived sizes and the tensor audit of a checkpoint directory; with
+ * --weights, the bytes per tensor class the forward pass would hold and read after the
+ * load-time conversion (model/linears.h), computed without converting anything. Exit 0 only when the
  * checkpoint is complete and consistent. On any problem the FIRST line of
  * stderr is one sentence naming it (scripts and tests rely on that), while
  * stdout still shows whatever could be read (config and sizes even without
@@ -8,9 +10,12 @@
  */
 #include "base/error.h"
 #include "cli/cli.h"
+#include "cli/cli_args.h"
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "model/hparams.h"
+#include "model/linears.h"
+#include "model/model.h"
 #include "model/weights.h"
 
 #include <jansson.h>
@@ -283,16 +288,75 @@ static json_t *json_report(const char *dir, const hy_hparams *hp, const hy_weigh
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: hyla inspect DIR [--json]\n"
+    fprintf(f, "usage: hyla inspect DIR [--json] [--weights F [--quantize-lm-head] [--quantize-gdn-ab]]\n"
                "  Prints the parsed config.json, the layer schedule, derived sizes and an audit of the\n"
-               "  safetensors weights of a Qwen3.5/3.6 checkpoint directory. Exit 0 only if complete.\n");
+               "  safetensors weights of a Qwen3.5/3.6 checkpoint directory. Exit 0 only if complete.\n"
+               "  --weights F   also the bytes per tensor class with matrices as auto | bf16 | fp8 | q8 | q4\n");
+}
+
+static const char *fmts_string(unsigned fmts, char *buf, size_t cap) {
+    size_t o = 0;
+    buf[0] = 0;
+    for (int f = 0; f < HY_WFMT_COUNT && o + 8 < cap; f++)
+        if (fmts & (1u << f)) o += (size_t)snprintf(buf + o, cap - o, "%s%s", o ? "+" : "", hy_wfmt_name((hy_wfmt)f));
+    return buf;
+}
+
+/* The --weights table (text). */
+static void print_plan(const hy_ctx_opts *o, const hy_wclass_info *cls) {
+    char b1[64], b2[64], b3[64], fs[64], fm[64];
+    printf("\nweights as used (--weights %s%s%s)\n", hy_wreq_name(o->weights),
+           (o->quant_flags & HY_QUANT_LM_HEAD) ? " --quantize-lm-head" : "",
+           (o->quant_flags & HY_QUANT_GDN_AB) ? " --quantize-gdn-ab" : "");
+    printf("  %-28s %5s %15s %12s %12s %12s  %s\n", "class", "n", "elements", "stored", "used", "held", "format");
+    int64_t st = 0, us = 0, ow = 0;
+    for (int k = 0; k < HY_WCLASS_COUNT; k++) {
+        const hy_wclass_info *c = &cls[k];
+        if (!c->n) continue;
+        printf("  %-28s %5d %15s %12s %12s %12s  %s\n", hy_wclass_name((hy_wclass)k), c->n,
+               commas(b1, sizeof b1, c->numel), human_bytes(b2, sizeof b2, c->bytes_stored),
+               human_bytes(b3, sizeof b3, c->bytes_used), human_bytes(fs, sizeof fs, c->bytes_owned),
+               fmts_string(c->fmts, fm, sizeof fm));
+        st += c->bytes_stored;
+        us += c->bytes_used;
+        ow += c->bytes_owned;
+    }
+    printf("  %-28s %5s %15s %12s %12s %12s\n", "total", "", "", human_bytes(b1, sizeof b1, st),
+           human_bytes(b2, sizeof b2, us), human_bytes(b3, sizeof b3, ow));
+    printf("  (stored: in the files; used: what the matmuls read, embed_tokens counted whole; held: converted\n"
+           "   copies in memory besides the mmap, fp32 small tensors included)\n");
+}
+
+static json_t *json_plan(const hy_ctx_opts *o, const hy_wclass_info *cls) {
+    json_t *p = json_object();
+    json_object_set_new(p, "weights", json_string(hy_wreq_name(o->weights)));
+    json_object_set_new(p, "quantize_lm_head", json_boolean(o->quant_flags & HY_QUANT_LM_HEAD));
+    json_object_set_new(p, "quantize_gdn_ab", json_boolean(o->quant_flags & HY_QUANT_GDN_AB));
+    json_t *a = json_array();
+    for (int k = 0; k < HY_WCLASS_COUNT; k++) {
+        const hy_wclass_info *c = &cls[k];
+        if (!c->n) continue;
+        char fs[64];
+        json_array_append_new(a, json_pack("{sssisIsIsIsIss}", "class", hy_wclass_name((hy_wclass)k), "tensors", c->n,
+                                           "elements", (json_int_t)c->numel, "bytes_stored", (json_int_t)c->bytes_stored,
+                                           "bytes_used", (json_int_t)c->bytes_used, "bytes_held",
+                                           (json_int_t)c->bytes_owned, "format", fmts_string(c->fmts, fs, sizeof fs)));
+    }
+    json_object_set_new(p, "classes", a);
+    return p;
 }
 
 HY_CMD(inspect) {
     const char *dir = NULL;
-    bool as_json = false;
+    bool as_json = false, plan = false;
+    hy_ctx_opts copts = {0};
+    int copt;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--json")) as_json = true;
+        else if ((copt = hy_cli_ctx_opt(argc, argv, &i, &copts)) != 0) {
+            if (copt < 0) return 2;
+            plan = true;
+        }
         else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
             return 0;
@@ -354,15 +418,28 @@ HY_CMD(inspect) {
             }
         }
     }
+    /* --weights: the per-class table needs the bound model (views only, nothing converted) */
+    hy_wclass_info cls[HY_WCLASS_COUNT];
+    bool have_plan = false;
+    if (plan && !error) {
+        hy_model *m = NULL;
+        hy_err perr = {0};
+        if (hy_model_load(&m, dir, &perr) || hy_linears_plan(m, copts.weights, copts.quant_flags, cls, &perr))
+            error = strdup(perr.msg);
+        else have_plan = true;
+        hy_model_free(m);
+    }
     /* The verdict goes first on stderr, before anything else could print. */
     if (error) fprintf(stderr, "hyla inspect: %s\n", error);
     if (as_json) {
         json_t *o = json_report(dir, &hp, have_audit ? &a : NULL, st, error);
+        if (have_plan) json_object_set_new(o, "weights_plan", json_plan(&copts, cls));
         json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
         printf("\n");
         json_decref(o);
     } else {
         print_text(dir, &hp, have_audit ? &a : NULL, st, error);
+        if (have_plan) print_plan(&copts, cls);
     }
     int code = error ? 1 : 0;
     free(error);

@@ -1,5 +1,5 @@
 /*
- * `hyla logits -m DIR --ids 1,2,3 [--out FILE] [--all] [--threads N] [--chunk N]`
+ * `hyla logits -m DIR --ids 1,2,3 [--out FILE] [--all] [--threads N] [--chunk N] [kernel/weight options]`
  * Runs the prompt through the model from an empty state and writes the logits
  * as raw little-endian float32: [vocab] of the last position, or
  * [n_tokens][vocab] with --all. Prints one summary line (argmax / max / min of
@@ -17,13 +17,13 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: hyla logits -m DIR --ids 1,2,3 [--out FILE] [--all] [--threads N] [--chunk N]\n"
+            "usage: hyla logits -m DIR --ids 1,2,3 [--out FILE] [--all] [--threads N] [--chunk N] [--weights F] ...\n"
             "  -m, --model DIR   Hugging Face checkpoint directory (qwen3_5)\n"
             "  --ids LIST        prompt token ids, comma separated\n"
             "  --out FILE        write little-endian float32 logits to FILE\n"
             "  --all             logits of every position ([n][vocab]) instead of the last ([vocab])\n"
             "  --threads N       compute threads (default 1)\n"
-            "  --chunk N         tokens per internal prefill step (default %d)\n",
+            "  --chunk N         tokens per internal prefill step (default %d)\n" HY_CLI_CTX_OPTS_USAGE,
             HY_DEFAULT_MAX_CHUNK);
 }
 
@@ -50,6 +50,8 @@ HY_CMD(logits) {
     const char *dir = NULL, *ids_s = NULL, *out = NULL;
     bool all = false;
     int threads = 1, chunk = 0;
+    hy_ctx_opts o = {0};
+    int copt;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_val = i + 1 < argc;
@@ -68,6 +70,8 @@ HY_CMD(logits) {
             if (hy_cli_parse_int("--threads", argv[++i], 1, 1024, &threads)) return 2;
         } else if (!strcmp(a, "--chunk") && has_val) {
             if (hy_cli_parse_int("--chunk", argv[++i], 1, 65536, &chunk)) return 2;
+        } else if ((copt = hy_cli_ctx_opt(argc, argv, &i, &o)) != 0) {
+            if (copt < 0) return 2;
         } else {
             fprintf(stderr, "hyla logits: unknown option or missing value: '%s'\n", a);
             usage(stderr);
@@ -92,7 +96,8 @@ HY_CMD(logits) {
     float *lg = NULL;
     FILE *f = NULL;
     if (hy_model_load(&m, dir, &err)) goto fail;
-    hy_ctx_opts o = {.n_threads = threads, .max_chunk = chunk};
+    o.n_threads = threads;
+    o.max_chunk = chunk;
     if (hy_ctx_create(&ctx, m, &o, &err) || hy_seq_create(&seq, m, n, &err)) goto fail;
     const size_t V = (size_t)m->hp.vocab_size, rows = all ? (size_t)n : 1;
     lg = malloc(rows * V * sizeof(float));

@@ -5,11 +5,13 @@
  * ids, comma separated, on one line of stdout. Stops early at the config's
  * eos_token_id unless --ignore-eos. --stats prints timings and memory
  * (mapped weights, context, sequence, peak RSS) on stderr.
- * (Text prompts and sampling come with the tokenizer and sampler modules.)
+ * With -p TEXT the text mode in run_text.c takes over (tokenizer, chat template,
+ * sampler, streamed text).
  */
 #include "base/error.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "cli/run_text.h"
 #include "model/forward.h"
 
 #include <stdbool.h>
@@ -20,14 +22,14 @@
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: hyla run -m DIR --ids 1,2,3 -n N [--threads N] [--chunk N] [--ignore-eos] [--stats]\n"
+            "usage: hyla run -m DIR --ids 1,2,3 -n N [--threads N] [--chunk N] [--ignore-eos] [--stats] [--weights F] ...\n"
             "  -m, --model DIR   Hugging Face checkpoint directory (qwen3_5)\n"
             "  --ids LIST        prompt token ids, comma separated\n"
             "  -n N              tokens to generate (greedy)\n"
             "  --threads N       compute threads (default 1)\n"
             "  --chunk N         tokens per internal prefill step (default %d)\n"
             "  --ignore-eos      do not stop at eos_token_id\n"
-            "  --stats           timings and memory on stderr\n",
+            "  --stats           timings and memory on stderr\n" HY_CLI_CTX_OPTS_USAGE,
             HY_DEFAULT_MAX_CHUNK);
 }
 
@@ -67,9 +69,12 @@ static size_t weights_bytes(const hy_model *m) {
 }
 
 HY_CMD(run) {
+    if (hy_cli_run_wants_text(argc, argv)) return hy_cli_run_text(argc, argv); /* -p TEXT: run_text.c */
     const char *dir = NULL, *ids_s = NULL;
     int threads = 1, chunk = 0, n_gen = -1;
     bool ignore_eos = false, stats = false;
+    hy_ctx_opts o = {0};
+    int copt;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_val = i + 1 < argc;
@@ -90,6 +95,8 @@ HY_CMD(run) {
             ignore_eos = true;
         } else if (!strcmp(a, "--stats")) {
             stats = true;
+        } else if ((copt = hy_cli_ctx_opt(argc, argv, &i, &o)) != 0) {
+            if (copt < 0) return 2;
         } else {
             fprintf(stderr, "hyla run: unknown option or missing value: '%s'\n", a);
             usage(stderr);
@@ -115,7 +122,8 @@ HY_CMD(run) {
     if (hy_model_load(&m, dir, &err)) goto fail;
     /* scratch no larger than the prompt needs */
     if (chunk == 0) chunk = n < HY_DEFAULT_MAX_CHUNK ? n : HY_DEFAULT_MAX_CHUNK;
-    hy_ctx_opts o = {.n_threads = threads, .max_chunk = chunk};
+    o.n_threads = threads;
+    o.max_chunk = chunk;
     if (hy_ctx_create(&ctx, m, &o, &err) || hy_seq_create(&seq, m, n + (n_gen > 0 ? n_gen : 1), &err)) goto fail;
     const int V = m->hp.vocab_size;
     lg = malloc((size_t)V * sizeof(float));
@@ -143,9 +151,10 @@ HY_CMD(run) {
     printf("\n");
     double t2 = now_s();
     if (stats) {
-        fprintf(stderr, "prefill: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.2f tok/s); %d threads\n",
+        fprintf(stderr, "prefill: %d tokens in %.3f s (%.1f tok/s); decode: %d tokens in %.3f s (%.2f tok/s); %d threads, "
+                "kernels %s, weights %s\n",
                 n, t1 - t0, n / (t1 - t0 > 0 ? t1 - t0 : 1e-9), produced, t2 - t1,
-                produced / (t2 - t1 > 0 ? t2 - t1 : 1e-9), hy_ctx_threads(ctx));
+                produced / (t2 - t1 > 0 ? t2 - t1 : 1e-9), hy_ctx_threads(ctx), hy_ctx_isa(ctx), hy_wreq_name(o.weights));
         fprintf(stderr, "memory: weights %zu B (mapped), context %zu B, sequence %zu B reserved, VmHWM %lld B, VmRSS %lld B\n",
                 weights_bytes(m), hy_ctx_bytes(ctx), hy_seq_bytes(seq), proc_status_kb("VmHWM"),
                 proc_status_kb("VmRSS"));

@@ -124,7 +124,9 @@ size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols);
 
 /* Quantizes nr <= 16 rows (w: [nr][cols] fp32) into block b of a packed Q8/Q4 matrix with
  * cols columns (rows nr..15 of the block become padding). Returns the number of non-finite
- * inputs (nothing is written meaningfully then; callers fail the load). */
+ * inputs (nothing is written meaningfully then; callers fail the load), -1 when out of memory.
+ * Q8 group scales are amax/127; Q4 ones minimise the group's squared error (a few candidates
+ * refined by least squares). */
 int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *data, uint16_t *gscale,
                     float *scale);
 /* FP8 of nr <= bs0 rows (w: [nr][cols]) with blocks of bs1 columns: scale[c] = amax/448 of

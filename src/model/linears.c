@@ -268,7 +268,12 @@ static void conv_run(void *arg, int ith, int nth) {
             bad += hy_fp8_quant_rows(tmp, nr, cols, FP8_BLOCK, (uint8_t *)j->data + (size_t)r0 * cols,
                                      j->scale + (size_t)u * nbc);
             break;
-        default: bad += hy_q_pack_block(j->dst->fmt, tmp, nr, cols, u, j->data, j->gscale, j->scale); break;
+        default: {
+            const int b = hy_q_pack_block(j->dst->fmt, tmp, nr, cols, u, j->data, j->gscale, j->scale);
+            if (b < 0) atomic_fetch_add(&j->nomem, 1);
+            else bad += b;
+            break;
+        }
         }
     }
     free(tmp);

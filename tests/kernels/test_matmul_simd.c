@@ -298,9 +298,43 @@ static void test_quant_act(void **st) {
     for (int i = 0; i < 32; i++) assert_int_equal(q[i], 0);
 }
 
+/* Non-finite activations: on the int8 path a group holding NaN/Inf poisons exactly the tokens
+ * it belongs to (every tier, as the reference); float formats propagate NaN by arithmetic. */
+static void test_nonfinite(void **st) {
+    (void)st;
+    enum { R = 20, C = 100, T = 9 };
+    rng r = {5};
+    float w[R * C], x[T * C];
+    for (int i = 0; i < R * C; i++) w[i] = rng_sym(&r);
+    for (int i = 0; i < T * C; i++) x[i] = rng_sym(&r);
+    x[1 * C + 40] = NAN;
+    x[4 * C + 99] = INFINITY;
+    void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(C), 1);
+    for (int f = 0; f < HY_WFMT_COUNT; f++) {
+        owned_mat o = make_mat((hy_wfmt)f, w, R, C, 16, 32);
+        float yr[T * R], y[T * R];
+        for (int Tn = 1; Tn <= T; Tn += T - 1) {
+            hy_ref_matmul_mat(&o.m, Tn, x, C, yr, R, 0, R, false, HY_ACT_F32, scratch);
+            for (int ti = 0; ti < n_tiers; ti++) {
+                tier_fn[ti](&o.m, Tn, x, C, y, R, 0, R, false, HY_ACT_F32, scratch);
+                for (int t = 0; t < Tn; t++)
+                    for (int i = 0; i < R; i++) {
+                        const float a = y[t * R + i], b = yr[t * R + i];
+                        assert_int_equal(isnan(a) || isinf(a), isnan(b) || isinf(b));
+                        if (t == 1 || t == 4) assert_true(!isfinite(a));
+                        else if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4) assert_true(a == b);
+                    }
+            }
+        }
+        owned_free(&o);
+    }
+    hy_free(scratch);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant_act),
+        cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_formats),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -4,25 +4,21 @@
  * fp32, and against an independent double-precision reference of the spec
  * (synth_model.h, "exact").
  *
- *  - every prompt: max|d| vs HF <= TOL_HF (catches any semantic or layout
- *    error, which moves logits by O(1)); max|d| vs exact <= TOL_EXACT;
- *  - accuracy: our worst max|d| vs exact over a model's prompts is no larger
- *    than HF fp32's own worst max|d| vs exact;
- *  - the longest all-positions prompt fed in splits (1+62+66, 64+64+1, 100+29)
- *    and token by token agrees with one call within TOL_SPLIT;
- *  - every recorded greedy continuation is reproduced exactly;
+ *  - every prompt, every stored position: max|d| vs HF <= 1e-4 for fp32
+ *    weights, <= 1e-3 for bf16 weights (HF ran fp32 on the same bf16 values);
+ *    max|d| vs exact <= TOL_EXACT, the bound the fixture generator imposes on
+ *    HF fp32 itself;
+ *  - the longest all-positions prompt (len129) fed in splits (1+62+66,
+ *    64+64+1, 100+29) and token by token agrees with one call within 1e-5;
+ *  - every recorded greedy continuation (32 tokens) is reproduced exactly;
  *  - 1 vs 2 threads is bit-identical;
  *  - all of the above for every kernel tier this machine runs (ref, avx2, avx512), each
  *    against the same HF and exact results (under sanitizers: the best tier only).
  *
- * Why not 1e-4 (fp32) / 1e-3 (bf16) vs HF and 1e-5 for splits: the fixtures
- * amplify fp32 rounding ~100x (8 random layers, |logit| up to ~20), so HF fp32
- * itself is far from exact. Measured: HF fp32 vs exact up to 2.75e-4
- * (tiny-text), 6.6e-4 (tiny-text-bf16), 1.39e-3 (tiny-mm), 8.2e-4
- * (tiny-mm-bf16); HF fp32 fed the same splits differs from its own one-call
- * logits by up to 3.5e-4 / 5.7e-4 / 2.4e-3 / 9.5e-4. Ours: <= 3.6e-4 vs exact,
- * <= 3.4e-4 across splits. The strict 1e-5 split invariance is asserted on the
- * better-conditioned synthetic model (test_forward_synth.c).
+ * The fixtures are generated well conditioned (tools/reference/README.md):
+ * HF fp32 vs HF fp64 <= 1e-5 on every prompt and position (measured <= 4.7e-6),
+ * so these tolerances sit far above fp32 rounding noise and any semantic or
+ * layout error (which moves logits by O(0.1..1)) fails them.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,8 +36,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TOL_HF 3e-3    /* vs HF fp32 (HF itself is up to 1.39e-3 from exact) */
-#define TOL_EXACT 1e-3 /* vs the double-precision reference (ours <= 3.6e-4) */
+#define TOL_HF_F32 1e-4  /* vs HF fp32, fp32 weights */
+#define TOL_HF_BF16 1e-3 /* vs HF fp32 on the same bf16 values, bf16 weights */
+#define TOL_EXACT 1e-5   /* vs the double-precision reference (HF fp32 meets this too) */
 /* Under sanitizers (unoptimised, ~50x slower) prompts longer than this are
  * skipped and the double reference is not run: that build looks for memory
  * errors; the normal build checks all the numerics. */
@@ -58,7 +55,7 @@
 #define SANITIZED 0
 #define SAN_MAX_T 1000000
 #endif
-#define TOL_SPLIT 1e-3 /* ours <= 3.4e-4; HF fp32 itself up to 2.4e-3 */
+#define TOL_SPLIT 1e-5 /* one call vs splits vs token by token */
 
 /* hy_test_data_path of a formatted relative path (caller frees). */
 static char *data_pathf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -144,7 +141,8 @@ static void check_model(const char *name, double *worst_out) {
     free(dir);
     const int V = m->hp.vocab_size;
     assert_int_equal(V, (int)json_integer_value(json_object_get(man, "vocab_size")));
-    const double tol = TOL_HF;
+    const bool bf16 = m->w.embed_tokens.dtype == HY_DTYPE_BF16;
+    const double tol = bf16 ? TOL_HF_BF16 : TOL_HF_F32;
 
     hy_ctx *ctx[HY_ISA_COUNT] = {0}, *ctx2[HY_ISA_COUNT] = {0};
     for (int k = 0; k < n_isas; k++) {
@@ -217,7 +215,8 @@ static void check_model(const char *name, double *worst_out) {
     }
 
     /* splits and token by token on the longest all-positions prompt */
-    for (int k = 0; k < n_isas && split_n >= 129; k++) {
+    assert_true(split_n >= 129);
+    for (int k = 0; k < n_isas; k++) {
         static const int sp_a[] = {1, 62, 66}, sp_b[] = {64, 64, 1}, sp_c[] = {100, 29};
         struct { const int *sp; int k; const char *nm; } cases[] = {
             {sp_a, 3, "1+62+66"}, {sp_b, 3, "64+64+1"}, {sp_c, 2, "100+29"}};
@@ -245,7 +244,6 @@ static void check_model(const char *name, double *worst_out) {
     for (int k = 0; k < n_isas; k++) {
         free(split_base[k]);
         printf("%-15s %-6s worst vs exact: ours %.3g, HF fp32 %.3g\n", name, isas[k], worst_ours[k], worst_hf);
-        assert_true(worst_ours[k] <= worst_hf);
     }
 
     /* greedy continuations */

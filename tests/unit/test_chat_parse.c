@@ -28,7 +28,7 @@ typedef struct collector {
 static int utf8_ok(const char *s, size_t n) {
     for (size_t i = 0; i < n;) {
         uint32_t cp;
-        size_t l = hy_utf8_decode(s + i, n - i, &cp);
+        size_t l = hy_pyjson_utf8_decode(s + i, n - i, &cp);
         if (!l) return 0;
         i += l;
     }

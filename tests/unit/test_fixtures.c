@@ -1,10 +1,12 @@
 /* Structural check of the reference fixtures in tests/data (produced by
  * tools/reference/, contract in the fixture notes): every golden manifest parses,
  * names the expected prompts, every logits file exists with exactly
- * n_positions * vocab_size float32 values (all finite), and every greedy entry has
- * 32 in-vocab tokens with a top-1/top-2 gap comfortably above fp32 noise. A broken
- * or half-regenerated fixture set must fail here, before any model test tries to
- * use it. Single-threaded; reads files only. */
+ * n_positions * vocab_size float32 values (all finite), every prompt records a
+ * conditioning number (max|HF fp32 - HF fp64|) within the generator's bound, and
+ * every greedy entry has 32 in-vocab tokens, none of them an EOS id of the model's
+ * generation_config.json, with a top-1/top-2 gap comfortably above fp32 noise.
+ * A broken or half-regenerated fixture set must fail here, before any model test
+ * tries to use it. Single-threaded; reads files only. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,7 +22,8 @@
 #include "test_util.h"
 
 #define N_GREEDY 32
-#define MIN_GAP 1e-2
+#define MIN_GAP 2e-2     /* tools/reference/tinylib.py MIN_GAP */
+#define MAX_FP64_DIFF 1e-5 /* tinylib.py MAX_FP64_DIFF: HF fp32 vs HF fp64 */
 
 static const char *const k_models[] = {"tiny-text", "tiny-text-bf16", "tiny-mm", "tiny-mm-bf16"};
 static const char *const k_prompts[] = {"len1",  "len2",   "len63",  "len64", "len65",
@@ -91,9 +94,13 @@ static void check_logits_file(const char *dir, json_t *p, size_t vocab) {
     assert_int_equal(bad, 0);
     free(buf);
     free(path);
+    json_t *d64 = json_object_get(p, "fp64_max_abs_diff");
+    if (!json_is_number(d64)) fail_msg("%s: no fp64_max_abs_diff", name);
+    double d = json_number_value(d64);
+    assert_true(d >= 0 && d <= MAX_FP64_DIFF);
 }
 
-static void check_greedy(json_t *g, size_t vocab) {
+static void check_greedy(json_t *g, size_t vocab, json_t *eos) {
     const char *prompt = json_string_value(json_object_get(g, "prompt"));
     assert_non_null(prompt);
     assert_int_equal(json_integer_value(json_object_get(g, "n")), N_GREEDY);
@@ -105,6 +112,8 @@ static void check_greedy(json_t *g, size_t vocab) {
     for (size_t i = 0; i < N_GREEDY; i++) {
         json_int_t t = json_integer_value(json_array_get(toks, i));
         assert_true(t >= 0 && (size_t)t < vocab);
+        for (size_t k = 0; k < json_array_size(eos); k++)
+            if (t == json_integer_value(json_array_get(eos, k))) fail_msg("%s: greedy token %d is an EOS id", prompt, (int)t);
         double gap = json_number_value(json_array_get(gaps, i));
         if (gap < lo) lo = gap;
     }
@@ -141,6 +150,14 @@ static void check_model(const char *model) {
     assert_string_equal(json_string_value(json_object_get(find_prompt(prompts, "len65"), "positions")), "all");
     assert_string_equal(json_string_value(json_object_get(find_prompt(prompts, "len129"), "positions")), "all");
 
+    /* the model's EOS ids (generation_config.json) never occur in a continuation */
+    char *grel = join3("models/", model, "/generation_config.json");
+    char *gpath = hy_test_data_path(grel);
+    json_t *gen = json_load_file(gpath, 0, &jerr);
+    if (!gen) fail_msg("%s:%d: %s", gpath, jerr.line, jerr.text);
+    json_t *eos = json_object_get(gen, "eos_token_id");
+    assert_true(json_is_array(eos) && json_array_size(eos) > 0);
+
     json_t *greedy = json_object_get(man, "greedy");
     assert_true(json_is_array(greedy));
     assert_int_equal(json_array_size(greedy), sizeof k_greedy / sizeof k_greedy[0]);
@@ -148,8 +165,11 @@ static void check_model(const char *model) {
     for (size_t i = 0; i < json_array_size(greedy); i++) {
         json_t *g = json_array_get(greedy, i);
         assert_string_equal(json_string_value(json_object_get(g, "prompt")), k_greedy[i]);
-        check_greedy(g, (size_t)vocab);
+        check_greedy(g, (size_t)vocab, eos);
     }
+    json_decref(gen);
+    free(gpath);
+    free(grel);
     json_decref(man);
     free(mpath);
     free(dir);

@@ -19,6 +19,7 @@
 #endif
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <string.h>
 
 typedef __m256 vf;
@@ -108,6 +109,33 @@ static inline vi vi_dot_q8(vi acc, vi w, vi x) {
 }
 static inline vf vi_to_vf(vi v) { return _mm256_cvtepi32_ps(v); }
 static inline vf vf_load_h16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
+/* for the activation quantizer */
+static inline vf vf_abs(vf a) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), a); }
+static inline vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
+static inline float vf_hmax(vf a) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+}
+static inline bool vf_any_nan(vf a) { return _mm256_movemask_ps(_mm256_cmp_ps(a, a, _CMP_UNORD_Q)) != 0; }
+static inline vi vi_cvt_rne(vf a) { return _mm256_cvtps_epi32(a); }
+static inline vi vi_clamp127(vi a) {
+    return _mm256_max_epi32(_mm256_min_epi32(a, _mm256_set1_epi32(127)), _mm256_set1_epi32(-127));
+}
+static inline vi vi_add(vi a, vi b) { return _mm256_add_epi32(a, b); }
+static inline int32_t vi_hsum(vi a) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+static inline void vi_store_i8(int8_t *p, vi a) { /* 8 int32 in [-127, 127] -> 8 bytes */
+    const __m256i w = _mm256_packs_epi32(a, a);  /* per 128-bit lane: a0..3 a0..3 | a4..7 a4..7 */
+    const __m256i b = _mm256_packs_epi16(w, w);  /* bytes: a0..3 x4 | a4..7 x4 */
+    const __m256i c = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4));
+    _mm_storel_epi64((__m128i *)p, _mm256_castsi256_si128(c));
+}
 
 #include "kernels/cpu/matmul_simd.inc"
 

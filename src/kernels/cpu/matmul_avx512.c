@@ -17,6 +17,7 @@
 #endif
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <string.h>
 
 typedef __m512 vf;
@@ -105,6 +106,18 @@ static inline vi vi_dot_q8(vi acc, vi w, vi x) { return _mm512_dpbusd_epi32(acc,
 static inline vi vi_dot_q4(vi acc, vi w, vi x) { return _mm512_dpbusd_epi32(acc, w, x); }
 static inline vf vi_to_vf(vi v) { return _mm512_cvtepi32_ps(v); }
 static inline vf vf_load_h16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
+/* for the activation quantizer */
+static inline vf vf_abs(vf a) { return _mm512_abs_ps(a); }
+static inline vf vf_max(vf a, vf b) { return _mm512_max_ps(a, b); }
+static inline float vf_hmax(vf a) { return _mm512_reduce_max_ps(a); }
+static inline bool vf_any_nan(vf a) { return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q) != 0; }
+static inline vi vi_cvt_rne(vf a) { return _mm512_cvtps_epi32(a); }
+static inline vi vi_clamp127(vi a) {
+    return _mm512_max_epi32(_mm512_min_epi32(a, _mm512_set1_epi32(127)), _mm512_set1_epi32(-127));
+}
+static inline vi vi_add(vi a, vi b) { return _mm512_add_epi32(a, b); }
+static inline int32_t vi_hsum(vi a) { return _mm512_reduce_add_epi32(a); }
+static inline void vi_store_i8(int8_t *p, vi a) { _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(a)); }
 
 #include "kernels/cpu/matmul_simd.inc"
 

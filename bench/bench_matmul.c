@@ -1,0 +1,498 @@
+/* Matmul kernels (kernels/matmul.h) against this machine's roofline, measured on the spot:
+ *  - decode GEMV (T = 1): weight bytes streamed per second, as a fraction of the measured
+ *    memory read bandwidth (streaming read of a 1 GiB buffer, same thread count). Every shape is
+ *    replicated until the copies exceed 256 MiB and the copies are used in turn, so weights come
+ *    from DRAM, never from the 32 MiB L3;
+ *  - prefill GEMM (T = 512): GFLOP/s (2·rows·cols·T) as a fraction of the matching peak: fp32 FMA
+ *    for float weights with fp32 activations, vdpbf16ps for bf16 activations (--fast-prefill),
+ *    vpdpbusd (int8) for q8 / q4 (ops counted the same way, 2 per multiply-add).
+ * Shapes: Qwen3.5-0.8B MLP (1024x3584, 3584x1024), lm_head (248320x1024), Qwen3.6-27B MLP
+ * (5120x17408, 17408x5120); rows x cols = out x in. 1 and 2 threads, rows split as the forward
+ * pass splits them (hy_fwd_rows: balanced, multiples of the row tile). Each figure is the best
+ * of several runs, timed on thread-CPU time (the longest thread; robust on a shared machine, as
+ * bench_machine), with the best elapsed-time figure next to it for comparison.
+ * Usage: bench_matmul [--isa ref|avx2|avx512] [--quick] [--threads N] [--only FMT] [--decode|--prefill].
+ * Prints tables only. */
+#include "base/alloc.h"
+#include "base/cpu.h"
+#include "base/fp.h"
+#include "base/threadpool.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/matmul.h"
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double cpu_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+#define MAXTH 64
+static double max_of(const double *v, int n) {
+    double m = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] > m) m = v[i];
+    return m;
+}
+
+/* ---- roofline measurements ---------------------------------------------------------------- */
+
+typedef struct roof_job {
+    const float *buf;
+    size_t n;
+    int what; /* 0 read, 1 fma, 2 bf16, 3 int8 */
+    long iters;
+    float sink[MAXTH];
+    double cpu[MAXTH];
+} roof_job;
+
+__attribute__((target("avx512f"))) static float read_avx512(const float *p, size_t n) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i + 64 <= n; i += 64) {
+        a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+        a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+        a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+        a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+
+__attribute__((target("avx2"))) static float read_avx2(const float *p, size_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i + 32 <= n; i += 32) {
+        a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+        a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+    }
+    float o[8];
+    _mm256_storeu_ps(o, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
+    return o[0] + o[7];
+}
+
+#define X12(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11)
+__attribute__((target("avx512f"))) static float fma_avx512(long iters) {
+    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
+#define D(i) __m512 a##i = _mm512_set1_ps((float)i);
+    X12(D)
+#undef D
+    for (long it = 0; it < iters; it++) {
+#define S(i) a##i = _mm512_fmadd_ps(a##i, x, y);
+        X12(S)
+#undef S
+    }
+    __m512 s = _mm512_setzero_ps();
+#define R(i) s = _mm512_add_ps(s, a##i);
+    X12(R)
+#undef R
+    return _mm512_reduce_add_ps(s);
+}
+__attribute__((target("avx2,fma"))) static float fma_avx2(long iters) {
+    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
+#define D(i) __m256 a##i = _mm256_set1_ps((float)i);
+    X12(D)
+#undef D
+    for (long it = 0; it < iters; it++) {
+#define S(i) a##i = _mm256_fmadd_ps(a##i, x, y);
+        X12(S)
+#undef S
+    }
+    __m256 s = _mm256_setzero_ps();
+#define R(i) s = _mm256_add_ps(s, a##i);
+    X12(R)
+#undef R
+    float o[8];
+    _mm256_storeu_ps(o, s);
+    return o[0];
+}
+__attribute__((target("avx512f,avx512bf16"))) static float bf16_avx512(long iters) {
+    const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3400);
+#define D(i) __m512 a##i = _mm512_set1_ps((float)i);
+    X12(D)
+#undef D
+    for (long it = 0; it < iters; it++) {
+#define S(i) a##i = _mm512_dpbf16_ps(a##i, x, y);
+        X12(S)
+#undef S
+    }
+    __m512 s = _mm512_setzero_ps();
+#define R(i) s = _mm512_add_ps(s, a##i);
+    X12(R)
+#undef R
+    return _mm512_reduce_add_ps(s);
+}
+__attribute__((target("avx512f,avx512vnni"))) static float int8_avx512(long iters) {
+    const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
+#define D(i) __m512i a##i = _mm512_set1_epi32(i);
+    X12(D)
+#undef D
+    for (long it = 0; it < iters; it++) {
+#define S(i) a##i = _mm512_dpbusd_epi32(a##i, x, y);
+        X12(S)
+#undef S
+    }
+    __m512i s = _mm512_setzero_si512();
+#define R(i) s = _mm512_add_epi32(s, a##i);
+    X12(R)
+#undef R
+    return (float)_mm512_reduce_add_epi32(s);
+}
+
+static hy_cpu_features g_cpu;
+
+static void roof_run(void *arg, int ith, int nth) {
+    roof_job *j = arg;
+    const double c0 = cpu_s();
+    switch (j->what) {
+    case 0: {
+        const size_t per = (j->n / (size_t)nth) & ~(size_t)63;
+        j->sink[ith] = g_cpu.avx512f ? read_avx512(j->buf + per * (size_t)ith, per)
+                                     : read_avx2(j->buf + per * (size_t)ith, per);
+        break;
+    }
+    case 1: j->sink[ith] = g_cpu.avx512f ? fma_avx512(j->iters) : fma_avx2(j->iters); break;
+    case 2: j->sink[ith] = bf16_avx512(j->iters); break;
+    default: j->sink[ith] = int8_avx512(j->iters); break;
+    }
+    j->cpu[ith] = cpu_s() - c0;
+}
+
+/* Best rate (units/s) of `reps` runs of job over the pool, on the longest thread-CPU time. */
+static double roof_rate(hy_threadpool *tp, int nth, roof_job *j, double units, int reps) {
+    double best = 0;
+    hy_threadpool_run(tp, roof_run, j); /* warm-up */
+    for (int r = 0; r < reps; r++) {
+        hy_threadpool_run(tp, roof_run, j);
+        const double dt = max_of(j->cpu, nth);
+        if (units / dt > best) best = units / dt;
+    }
+    return best;
+}
+
+typedef struct roof {
+    double read_gbs, fma_gf, bf16_gf, int8_gops;
+} roof;
+
+static roof measure_roof(hy_threadpool *tp, int nth, const float *buf, size_t n) {
+    roof r = {0};
+    roof_job j = {.buf = buf, .n = n, .what = 0};
+    r.read_gbs = roof_rate(tp, nth, &j, (double)((n / (size_t)nth) & ~(size_t)63) * nth * 4 / 1e9, 5);
+    j.what = 1;
+    j.iters = 4000000;
+    const int fl = g_cpu.avx512f ? 16 : 8;
+    r.fma_gf = roof_rate(tp, nth, &j, 1e-9 * (double)j.iters * 12 * fl * 2 * nth, 3);
+    if (g_cpu.avx512_bf16) {
+        j.what = 2;
+        r.bf16_gf = roof_rate(tp, nth, &j, 1e-9 * (double)j.iters * 12 * 16 * 4 * nth, 3);
+    }
+    if (g_cpu.avx512_vnni) {
+        j.what = 3;
+        r.int8_gops = roof_rate(tp, nth, &j, 1e-9 * (double)j.iters * 12 * 16 * 8 * nth, 3);
+    }
+    return r;
+}
+
+/* ---- matrices ------------------------------------------------------------------------------ */
+
+typedef struct bmat {
+    hy_mat m;
+    void *data;
+    float *scale;
+    uint16_t *gscale;
+    size_t bytes;
+} bmat;
+
+static uint64_t g_rng = 0x1234567;
+static float frand(void) {
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return (float)((double)(g_rng >> 11) / 9007199254740992.0 * 2.0 - 1.0) * 0.05f;
+}
+
+/* A rows x cols matrix in format f with random weights; quantized formats via the load-time
+ * quantizers. The first copy is built from fp32 rows; further copies memcpy it. */
+static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
+    bmat b;
+    memset(&b, 0, sizeof b);
+    b.m.fmt = f;
+    b.m.rows = rows;
+    b.m.cols = cols;
+    const size_t n = (size_t)rows * cols;
+    if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4) {
+        const size_t nb = (size_t)hy_q_blocks(rows), G = (size_t)hy_q_groups(cols);
+        b.data = hy_calloc_aligned(nb * G, hy_q_record_bytes(f));
+        b.gscale = hy_calloc_aligned(nb * G * HY_Q_ROWS, 2);
+        b.scale = hy_calloc_aligned(nb * HY_Q_ROWS, 4);
+        if (like) {
+            memcpy(b.data, like->data, nb * G * hy_q_record_bytes(f));
+            memcpy(b.gscale, like->gscale, nb * G * HY_Q_ROWS * 2);
+            memcpy(b.scale, like->scale, nb * HY_Q_ROWS * 4);
+        } else {
+            float *w = malloc(sizeof(float) * HY_Q_ROWS * (size_t)cols);
+            for (size_t blk = 0; blk < nb; blk++) {
+                const int nr = rows - (int)blk * HY_Q_ROWS < HY_Q_ROWS ? rows - (int)blk * HY_Q_ROWS : HY_Q_ROWS;
+                for (size_t i = 0; i < (size_t)nr * cols; i++) w[i] = frand();
+                hy_q_pack_block(f, w, nr, cols, (int)blk, b.data, b.gscale, b.scale);
+            }
+            free(w);
+        }
+    } else {
+        const size_t es = f == HY_WFMT_F32 ? 4 : f == HY_WFMT_FP8 ? 1 : 2;
+        b.data = hy_calloc_aligned(n, es);
+        if (like) memcpy(b.data, like->data, n * es);
+        else
+            for (size_t i = 0; i < n; i++) {
+                const float v = frand();
+                if (f == HY_WFMT_F32) ((float *)b.data)[i] = v;
+                else if (f == HY_WFMT_BF16) ((uint16_t *)b.data)[i] = hy_f32_to_bf16(v);
+                else if (f == HY_WFMT_F16) ((uint16_t *)b.data)[i] = hy_f32_to_f16(v);
+                else ((uint8_t *)b.data)[i] = hy_fp8_e4m3_encode(v * 448.0f / 0.05f);
+            }
+        if (f == HY_WFMT_FP8) {
+            const size_t ns = (size_t)((rows + 127) / 128) * ((cols + 127) / 128);
+            b.scale = hy_calloc_aligned(ns, 4);
+            for (size_t i = 0; i < ns; i++) b.scale[i] = 0.05f / 448.0f;
+            b.m.bs0 = b.m.bs1 = 128;
+        }
+    }
+    b.m.data = b.data;
+    b.m.scale = b.scale;
+    b.m.gscale = b.gscale;
+    b.bytes = hy_mat_bytes(&b.m);
+    return b;
+}
+
+static void bfree(bmat *b) {
+    hy_free(b->data);
+    hy_free(b->scale);
+    hy_free(b->gscale);
+}
+
+/* ---- timed matmul over the pool ------------------------------------------------------------ */
+
+typedef struct mm_job {
+    hy_matmul_fn fn;
+    const hy_mat *W;
+    int T;
+    const float *x;
+    float *y;
+    hy_act act;
+    unsigned char *scratch;
+    size_t scratch_bytes;
+    double cpu[MAXTH]; /* accumulated thread-CPU seconds */
+} mm_job;
+
+static void mm_run(void *arg, int ith, int nth) {
+    mm_job *j = arg;
+    const double c0 = cpu_s();
+    const int a = hy_matmul_row_align(j->W->fmt), nb = (j->W->rows + a - 1) / a;
+    int b0, b1;
+    hy_split_range(nb, ith, nth, &b0, &b1);
+    const int o0 = b0 * a, o1 = b1 * a < j->W->rows ? b1 * a : j->W->rows;
+    if (o1 > o0)
+        j->fn(j->W, j->T, j->x, (size_t)j->W->cols, j->y, (size_t)j->W->rows, o0, o1, false, j->act,
+              j->scratch + (size_t)ith * j->scratch_bytes);
+    j->cpu[ith] += cpu_s() - c0;
+}
+
+static const char *fmt_label(hy_wfmt f, hy_act act) {
+    static char buf[32];
+    snprintf(buf, sizeof buf, "%s%s", hy_wfmt_name(f), act == HY_ACT_BF16 ? " bf16-act" : "");
+    return buf;
+}
+
+int main(int argc, char **argv) {
+    const char *isa_req = NULL;
+    bool quick = false, do_dec = true, do_pre = true;
+    const char *only = NULL;
+    int max_th = 2;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa_req = argv[++i];
+        else if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) max_th = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+        else if (!strcmp(argv[i], "--decode")) do_pre = false;
+        else if (!strcmp(argv[i], "--prefill")) do_dec = false;
+        else {
+            fprintf(stderr, "usage: bench_matmul [--isa ref|avx2|avx512] [--quick] [--threads N] [--only FMT] "
+                            "[--decode|--prefill]\n");
+            return 2;
+        }
+    }
+    if (max_th < 1 || max_th > MAXTH) max_th = 2;
+    hy_err err;
+    hy_cpu_kernels k;
+    if (hy_cpu_kernels_init(&k, isa_req, &err)) {
+        fprintf(stderr, "bench_matmul: %s\n", err.msg);
+        return 1;
+    }
+    g_cpu = k.cpu;
+    char desc[256];
+    hy_cpu_describe(&g_cpu, desc, sizeof desc);
+    printf("machine: %s\nkernels: %s\n", desc, hy_isa_name(k.isa));
+
+    const size_t buf_n = (size_t)(quick ? 256 : 1024) << 18; /* floats: 1 GiB (256 MiB quick) */
+    float *buf = hy_calloc_aligned(buf_n, sizeof(float));
+    for (size_t i = 0; i < buf_n; i++) buf[i] = (float)(i & 1023) * 1e-3f;
+
+    int ths[2] = {1, max_th};
+    const int nth_rows = max_th > 1 ? 2 : 1;
+    hy_threadpool *tps[2] = {0};
+    roof rf[2];
+    for (int ti = 0; ti < nth_rows; ti++) {
+        if (hy_threadpool_create(&tps[ti], ths[ti], &err)) {
+            fprintf(stderr, "bench_matmul: %s\n", err.msg);
+            return 1;
+        }
+        rf[ti] = measure_roof(tps[ti], ths[ti], buf, buf_n);
+        printf("roofline %d thr: read %.1f GB/s, fp32 FMA %.0f GFLOP/s, bf16 dot %.0f GFLOP/s, int8 dot %.0f Gop/s\n",
+               ths[ti], rf[ti].read_gbs, rf[ti].fma_gf, rf[ti].bf16_gf, rf[ti].int8_gops);
+    }
+    const int max_cols = 17408;
+    const size_t sb = hy_matmul_scratch_bytes(max_cols);
+    unsigned char *scratch = hy_calloc_aligned((size_t)max_th * sb, 1);
+    const int Tp = 512;
+    float *x = hy_calloc_aligned((size_t)Tp * max_cols, sizeof(float));
+    float *y = hy_calloc_aligned((size_t)Tp * 248320, sizeof(float));
+    for (size_t i = 0; i < (size_t)Tp * max_cols; i++) x[i] = frand() * 20.0f;
+
+    static const struct { int rows, cols; const char *what; } shapes[] = {
+        {1024, 3584, "0.8B down_proj"}, {3584, 1024, "0.8B gate/up"}, {248320, 1024, "0.8B lm_head"},
+        {5120, 17408, "27B down_proj"}, {17408, 5120, "27B gate/up"},
+    };
+    static const hy_wfmt fmts[] = {HY_WFMT_BF16, HY_WFMT_F32, HY_WFMT_F16, HY_WFMT_FP8, HY_WFMT_Q8, HY_WFMT_Q4};
+    const int nshape = quick ? 2 : (int)(sizeof shapes / sizeof shapes[0]);
+
+    /* Decode rows are printed at the end, against the best read bandwidth seen over the whole
+     * run (re-measured before every row: on a shared machine the bandwidth varies, and the best
+     * figure is the machine's capability). */
+    typedef struct drow { char label[64]; double gbs[2], wall[2], ms[2]; } drow;
+    drow rows[64];
+    int n_rows = 0;
+    double best_read[2] = {rf[0].read_gbs, nth_rows > 1 ? rf[1].read_gbs : 0};
+    float *rbuf = hy_calloc_aligned((size_t)256 << 18, sizeof(float)); /* 256 MiB for re-measuring */
+    for (size_t i = 0; i < (size_t)256 << 18; i++) rbuf[i] = (float)(i & 255); /* touch: no zero-page reads */
+    for (int si = 0; si < nshape && do_dec; si++) {
+        for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
+            const hy_wfmt f = fmts[fi];
+            if (only && strcmp(only, hy_wfmt_name(f))) continue;
+            if (f == HY_WFMT_F32 && shapes[si].rows * (double)shapes[si].cols > 2e8) continue; /* 1 GB f32 */
+            if (n_rows == 64) break;
+            bmat first = make(f, shapes[si].rows, shapes[si].cols, NULL);
+            const size_t per = first.bytes;
+            int ncopy = (int)((256u << 20) / per) + 1;
+            if (ncopy > 64) ncopy = 64;
+            bmat *cp = malloc(sizeof(bmat) * (size_t)ncopy);
+            cp[0] = first;
+            for (int c = 1; c < ncopy; c++) cp[c] = make(f, shapes[si].rows, shapes[si].cols, &first);
+            drow *R = &rows[n_rows++];
+            snprintf(R->label, sizeof R->label, "%-15s %6dx%-6d %-14s", shapes[si].what, shapes[si].rows,
+                     shapes[si].cols, fmt_label(f, HY_ACT_F32));
+            for (int ti = 0; ti < nth_rows; ti++) {
+                roof_job rj = {.buf = rbuf, .n = (size_t)256 << 18, .what = 0};
+                const double rb =
+                    roof_rate(tps[ti], ths[ti], &rj, (double)((rj.n / (size_t)ths[ti]) & ~(size_t)63) * ths[ti] * 4 / 1e9, 3);
+                if (rb > best_read[ti]) best_read[ti] = rb;
+                mm_job j = {.fn = k.ops.matmul, .T = 1, .x = x, .y = y, .scratch = scratch, .scratch_bytes = sb};
+                const int reps = quick ? 3 : 9;
+                double best = 1e30, best_wall = 1e30;
+                int c = 0;
+                for (int r = 0; r < reps; r++) {
+                    memset(j.cpu, 0, sizeof j.cpu);
+                    const double t0 = now_s();
+                    for (int i = 0; i < ncopy; i++, c = (c + 1) % ncopy) {
+                        j.W = &cp[c].m;
+                        hy_threadpool_run(tps[ti], mm_run, &j);
+                    }
+                    const double wall = (now_s() - t0) / ncopy, dt = max_of(j.cpu, ths[ti]) / ncopy;
+                    if (dt < best) best = dt;
+                    if (wall < best_wall) best_wall = wall;
+                }
+                R->gbs[ti] = (double)per / best / 1e9;
+                R->wall[ti] = (double)per / best_wall / 1e9;
+                R->ms[ti] = best * 1e3;
+            }
+            for (int c = 0; c < ncopy; c++) bfree(&cp[c]);
+            free(cp);
+        }
+    }
+    hy_free(rbuf);
+    if (do_dec) {
+        printf("\ndecode GEMV, T = 1: weight GB/s (fraction of the best read bandwidth seen: %.1f GB/s 1 thr", best_read[0]);
+        if (nth_rows > 1) printf(", %.1f GB/s %d thr", best_read[1], ths[1]);
+        printf(")\n  %-15s %-13s %-14s", "shape", "rows x cols", "format");
+        for (int ti = 0; ti < nth_rows; ti++) printf("   %d thr: GB/s  frac   wall ms/call", ths[ti]);
+        printf("\n");
+        for (int r = 0; r < n_rows; r++) {
+            printf("  %s", rows[r].label);
+            for (int ti = 0; ti < nth_rows; ti++)
+                printf("   %6.1f %5.2f %6.1f %7.3f", rows[r].gbs[ti], rows[r].gbs[ti] / best_read[ti], rows[r].wall[ti],
+                       rows[r].ms[ti]);
+            printf("\n");
+        }
+    }
+
+    hy_free(buf);
+    printf("\nprefill GEMM, T = %d: GFLOP/s (fraction of the matching peak: fp32 FMA, bf16 dot, int8 dot)\n", Tp);
+    printf("  %-15s %-13s %-14s", "shape", "rows x cols", "format");
+    for (int ti = 0; ti < nth_rows; ti++) printf("   %d thr: GFLOP/s frac    wall ms/call", ths[ti]);
+    printf("\n");
+    static const struct { hy_wfmt f; hy_act act; } pcfg[] = {
+        {HY_WFMT_BF16, HY_ACT_F32}, {HY_WFMT_BF16, HY_ACT_BF16}, {HY_WFMT_F32, HY_ACT_F32}, {HY_WFMT_FP8, HY_ACT_F32},
+        {HY_WFMT_FP8, HY_ACT_BF16}, {HY_WFMT_Q8, HY_ACT_F32}, {HY_WFMT_Q4, HY_ACT_F32},
+    };
+    static const int pshapes[] = {0, 1, 3};
+    for (size_t pi = 0; pi < (quick ? 2 : sizeof pshapes / sizeof pshapes[0]) && do_pre; pi++) {
+        const int si = pshapes[pi];
+        for (size_t ci = 0; ci < sizeof pcfg / sizeof pcfg[0]; ci++) {
+            const hy_wfmt f = pcfg[ci].f;
+            if (only && strcmp(only, hy_wfmt_name(f))) continue;
+            if (f == HY_WFMT_F32 && si == 3) continue;
+            bmat b = make(f, shapes[si].rows, shapes[si].cols, NULL);
+            printf("  %-15s %6dx%-6d %-14s", shapes[si].what, shapes[si].rows, shapes[si].cols, fmt_label(f, pcfg[ci].act));
+            const double flop = 2.0 * shapes[si].rows * (double)shapes[si].cols * Tp;
+            for (int ti = 0; ti < nth_rows; ti++) {
+                mm_job j = {.fn = k.ops.matmul, .W = &b.m, .T = Tp, .x = x, .y = y, .act = pcfg[ci].act,
+                            .scratch = scratch, .scratch_bytes = sb};
+                const int reps = si == 3 ? 2 : 3;
+                double best = 1e30, best_wall = 1e30;
+                hy_threadpool_run(tps[ti], mm_run, &j);
+                for (int r = 0; r < reps; r++) {
+                    memset(j.cpu, 0, sizeof j.cpu);
+                    const double t0 = now_s();
+                    hy_threadpool_run(tps[ti], mm_run, &j);
+                    const double wall = now_s() - t0, dt = max_of(j.cpu, ths[ti]);
+                    if (dt < best) best = dt;
+                    if (wall < best_wall) best_wall = wall;
+                }
+                const double gf = flop / best / 1e9;
+                const bool q = f == HY_WFMT_Q8 || f == HY_WFMT_Q4;
+                const double peak = q ? rf[ti].int8_gops : pcfg[ci].act == HY_ACT_BF16 && rf[ti].bf16_gf > 0
+                                                               ? rf[ti].bf16_gf
+                                                               : rf[ti].fma_gf;
+                printf("   %7.1f %5.2f %7.1f %7.1f", gf, peak > 0 ? gf / peak : 0.0, flop / best_wall / 1e9, best * 1e3);
+            }
+            printf("\n");
+            fflush(stdout);
+            bfree(&b);
+        }
+    }
+    hy_free(x);
+    hy_free(y);
+    hy_free(scratch);
+    for (int ti = 0; ti < nth_rows; ti++) hy_threadpool_free(tps[ti]);
+    return 0;
+}

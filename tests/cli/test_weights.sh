@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Load-time weight formats through the CLI (model/linears.h):
+#  - an official-layout fp8 checkpoint (hyla random-model --dtype fp8) runs in place with
+#    `hyla logits`, on every kernel tier, and with --weights bf16 | q8 | q4;
+#  - `hyla inspect --weights X` prints the per-class byte table (text and --json), the selective
+#    default keeps lm_head and in_proj_a/b as stored, --quantize-lm-head converts lm_head;
+#  - `hyla run --weights q4 --stats` names the kernels and formats;
+#  - bad values exit 2 with a one-line message.
+set -u
+HYLA_BIN=${HYLA_BIN:-build/hyla}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+"$HYLA_BIN" random-model --shape tiny --dtype fp8 --out "$tmp/fp8" >/dev/null 2>"$tmp/e.txt" ||
+  fail "random-model fp8: $(head -1 "$tmp/e.txt")"
+
+for isa in ref avx2 avx512 auto; do
+  if "$HYLA_BIN" logits -m "$tmp/fp8" --ids 1,2,3,4,5,6,7,8,9,10 --isa $isa >"$tmp/o.txt" 2>"$tmp/e.txt"; then
+    grep -q "^argmax " "$tmp/o.txt" || fail "logits fp8 --isa $isa: $(cat "$tmp/o.txt")"
+  elif ! grep -q "not supported by this CPU" "$tmp/e.txt"; then
+    fail "logits fp8 --isa $isa: $(head -1 "$tmp/e.txt")"
+  fi
+done
+for w in auto bf16 fp8 q8 q4; do
+  "$HYLA_BIN" logits -m "$tmp/fp8" --ids 1,2,3,4,5,6,7,8,9,10 --all --weights $w --out "$tmp/l_$w.bin" >/dev/null \
+    2>"$tmp/e.txt" || fail "logits --weights $w: $(head -1 "$tmp/e.txt")"
+  [ "$(stat -c %s "$tmp/l_$w.bin" 2>/dev/null)" = $((10 * 512 * 4)) ] || fail "logits --weights $w: output size"
+done
+cmp -s "$tmp/l_auto.bin" "$tmp/l_fp8.bin" || fail "--weights fp8 on an fp8 checkpoint should keep it as stored"
+
+"$HYLA_BIN" inspect "$tmp/fp8" --weights q8 >"$tmp/i.txt" 2>"$tmp/e.txt" || fail "inspect --weights q8: $(head -1 "$tmp/e.txt")"
+grep -q "^weights as used (--weights q8)" "$tmp/i.txt" || fail "inspect --weights q8: no table"
+grep -Eq "^  mlp gate/up/down +24 .* q8$" "$tmp/i.txt" || fail "inspect: mlp not q8: $(grep mlp "$tmp/i.txt")"
+grep -Eq "^  lm_head .* bf16$" "$tmp/i.txt" || fail "inspect: lm_head should stay bf16 by default"
+grep -Eq "^  gdn in_proj_a/b .* bf16$" "$tmp/i.txt" || fail "inspect: in_proj_a/b should stay bf16 by default"
+"$HYLA_BIN" inspect "$tmp/fp8" --weights q4 --quantize-lm-head >"$tmp/i.txt" 2>&1
+grep -Eq "^  lm_head .* q4$" "$tmp/i.txt" || fail "inspect --quantize-lm-head: $(grep lm_head "$tmp/i.txt")"
+"$HYLA_BIN" inspect "$tmp/fp8" --weights auto --json >"$tmp/i.json" 2>&1 || fail "inspect --json --weights auto"
+grep -q '"weights_plan"' "$tmp/i.json" || fail "inspect --json: no weights_plan"
+grep -q '"format": "fp8"' "$tmp/i.json" || fail "inspect --json: fp8 classes missing"
+
+"$HYLA_BIN" run -m "$tmp/fp8" --ids 1,2,3 -n 3 --weights q4 --stats >/dev/null 2>"$tmp/e.txt" ||
+  fail "run --weights q4: $(head -1 "$tmp/e.txt")"
+grep -q "weights q4" "$tmp/e.txt" || fail "run --stats does not name the weights: $(cat "$tmp/e.txt")"
+
+"$HYLA_BIN" logits -m "$tmp/fp8" --ids 1 --weights q3 >/dev/null 2>"$tmp/e.txt"
+[ $? = 2 ] || fail "--weights q3 should exit 2"
+grep -q "expects auto, bf16, fp8, q8 or q4" "$tmp/e.txt" || fail "--weights q3 message: $(cat "$tmp/e.txt")"
+"$HYLA_BIN" logits -m "$tmp/fp8" --ids 1 --isa sse9 >/dev/null 2>"$tmp/e.txt"
+[ $? = 1 ] || fail "--isa sse9 should fail"
+grep -q "unknown instruction set" "$tmp/e.txt" || fail "--isa sse9 message: $(cat "$tmp/e.txt")"
+
+if [ $fails -ne 0 ]; then echo "$fails failure(s)"; exit 1; fi
+echo "weights CLI: all checks passed"
