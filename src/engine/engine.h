@@ -11,9 +11,10 @@
  * (prefill_chunk) so a prompt is always cut at the same offsets whatever
  * else is in the batch, and the step's prefill tokens bounded by
  * max_batch_tokens. The step is handed to the model as ONE batch
- * (hy_engine_model.forward over hy_batch_item[]); today's adapter loops over
- * the items calling the single-sequence forward, a batched forward replaces
- * that loop without touching the scheduler.
+ * (hy_engine_model.forward over hy_batch_item[]); the forward-pass adapter
+ * (fwd_model.c) runs prefill chunks one sequence at a time and all one-token
+ * decode items in one batched step (hy_forward_batch, bit-identical to
+ * decoding them one by one).
  *
  * The model and the text decoding are reached through two small vtables so
  * tests can substitute a fake model (deterministic logits) and a fake

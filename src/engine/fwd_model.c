@@ -15,6 +15,12 @@ struct hy_fwd_model {
     const hy_model *m;
     hy_ctx *ctx;
     int max_model_len;
+    /* batched decode buffers, grown on demand to the largest step seen */
+    int cap;
+    hy_seq **seqs;
+    int32_t *ids;
+    float *logits; /* [cap][vocab] */
+    int *item;     /* index of each decode item in the step's items */
 };
 
 static int fm_seq_create(void *ctx, void **seq, hy_err *err) {
@@ -52,12 +58,49 @@ static int fm_seq_copy(void *ctx, void *dst, const void *src, hy_err *err) {
     return 0;
 }
 
+static int fm_grow(hy_fwd_model *fm, int n, hy_err *err) {
+    if (n <= fm->cap) return 0;
+    const size_t V = (size_t)fm->m->hp.vocab_size;
+    hy_seq **s = realloc(fm->seqs, (size_t)n * sizeof *s);
+    if (s) fm->seqs = s;
+    int32_t *ids = realloc(fm->ids, (size_t)n * sizeof *ids);
+    if (ids) fm->ids = ids;
+    int *item = realloc(fm->item, (size_t)n * sizeof *item);
+    if (item) fm->item = item;
+    float *lg = realloc(fm->logits, (size_t)n * V * sizeof *lg);
+    if (lg) fm->logits = lg;
+    if (!s || !ids || !item || !lg) return hy_err_set(err, HY_E_NOMEM, "forward: out of memory for a batch of %d", n);
+    fm->cap = n;
+    return 0;
+}
+
+/* Prefill chunks (n_ids > 1) run one sequence at a time; the one-token decode items of the
+ * step go through one hy_forward_batch (bit-identical to feeding them one by one). */
 static int fm_forward(void *ctx, hy_batch_item *items, int n, hy_err *err) {
     hy_fwd_model *fm = ctx;
+    int n_dec = 0;
     for (int i = 0; i < n; i++) {
+        if (items[i].n_ids == 1) {
+            n_dec++;
+            continue;
+        }
         int rc = hy_forward(fm->ctx, items[i].seq, items[i].ids, items[i].n_ids, items[i].logits, false, err);
         if (rc) return rc;
     }
+    if (n_dec == 0) return 0;
+    int rc = fm_grow(fm, n_dec, err);
+    if (rc) return rc;
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (items[i].n_ids == 1) {
+            fm->seqs[k] = items[i].seq;
+            fm->ids[k] = items[i].ids[0];
+            fm->item[k++] = i;
+        }
+    if ((rc = hy_forward_batch(fm->ctx, fm->seqs, fm->ids, n_dec, fm->logits, err))) return rc;
+    const size_t V = (size_t)fm->m->hp.vocab_size;
+    for (int j = 0; j < n_dec; j++)
+        if (items[fm->item[j]].logits) memcpy(items[fm->item[j]].logits, fm->logits + j * V, V * sizeof(float));
     return 0;
 }
 
@@ -81,6 +124,10 @@ int hy_fwd_model_create(hy_fwd_model **out, const hy_model *m, int n_threads, in
 void hy_fwd_model_free(hy_fwd_model *fm) {
     if (!fm) return;
     hy_ctx_free(fm->ctx);
+    free(fm->seqs);
+    free(fm->ids);
+    free(fm->item);
+    free(fm->logits);
     free(fm);
 }
 

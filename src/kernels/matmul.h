@@ -85,6 +85,10 @@ typedef enum hy_act { HY_ACT_F32 = 0, HY_ACT_BF16 = 1 } hy_act;
 /* Fewest tokens for which the kernels switch from GEMV tiles to the blocked GEMM (and, with
  * HY_ACT_BF16, to bf16 activations). */
 #define HY_MATMUL_GEMM_MIN_T 8
+/* With HY_ACT_F32 the SIMD kernels keep the GEMV tiles up to this many tokens (batched decode:
+ * one pass over the weights for all the sequences; bench_streams measured it faster than the
+ * GEMM at 8..32 tokens). Results are the same either way. */
+#define HY_MATMUL_GEMV_MAX_T 32
 
 /* For o in [o0, o1), t in [0, T): d = W[o,:]·x[t*ldx + :]; y[t*ldy + o] = d, or += d when
  * accumulate. scratch: hy_matmul_scratch_bytes(W->cols) bytes, 64-byte aligned, private to

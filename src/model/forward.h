@@ -104,4 +104,13 @@ void hy_ctx_costs(const hy_ctx *ctx, hy_fwd_costs *out);
  * the sequence on bad ids or when pos + n exceeds the capacity. */
 int hy_forward(hy_ctx *ctx, hy_seq *s, const int32_t *ids, int n, float *logits, bool all_logits, hy_err *err);
 
+/* Batched decode: ONE new token ids[i] for each of n_seqs distinct sequences seqs[i] (each at
+ * its own position), in steps where every matmul reads the weights once for all of them
+ * (at most max_chunk sequences per step). logits: [n_seqs][vocab_size] or NULL. The result for
+ * sequence i is bit-identical to hy_forward(ctx, seqs[i], &ids[i], 1, ...) (same tier and
+ * weights; the matmuls' order per output never depends on T, and decode keeps fp32
+ * activations even with fast_prefill). Fails without touching any sequence on NULL or
+ * repeated sequences, bad ids, or a full sequence. */
+int hy_forward_batch(hy_ctx *ctx, hy_seq **seqs, const int32_t *ids, int n_seqs, float *logits, hy_err *err);
+
 #endif

@@ -107,6 +107,8 @@ struct hy_ctx {
     int pos0;
     float *logits;      /* [T][vocab] (all) or [vocab] (last), NULL for none */
     bool all_logits;
+    /* batched decode (forward_batch.c): token t belongs to bseqs[t] at bseqs[t]->pos */
+    hy_seq **bseqs;
 };
 
 /* Layer bodies, run by every thread of a step job (ith of nth). They read ctx->x,
@@ -114,6 +116,9 @@ struct hy_ctx {
 void hy_layer_attn(hy_ctx *c, int layer, int ith, int nth);
 void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth);
 void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth);
+/* The same for a batched decode step: token t is ONE new token of c->bseqs[t] (forward_batch.c). */
+void hy_layer_attn_batch(hy_ctx *c, int layer, int ith, int nth);
+void hy_layer_gdn_batch(hy_ctx *c, int layer, int ith, int nth);
 
 /* y[t] = rmsnorm(x[t]) for the tokens [t0, t1) owned by this thread. */
 void hy_fwd_norm_rows(const hy_ctx *c, const float *x, const float *w, bool one_plus, float *y, int ith, int nth);
