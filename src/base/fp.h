@@ -58,6 +58,23 @@ static inline float hy_fp8_e4m3_to_f32(uint8_t b) {
     return sign ? -v : v;
 }
 
+/* fp32 -> fp8 e4m3fn, round to nearest even, saturating to ±448 (quantizers clamp to the
+ * finite range; e4m3fn has no infinity). NaN -> 0x7f. */
+static inline uint8_t hy_f32_to_fp8_e4m3(float f) {
+    const uint8_t sign = signbit(f) ? 0x80 : 0;
+    float a = fabsf(f);
+    if (isnan(f)) return 0x7f;
+    if (a >= 448.0f) return sign | 0x7e;
+    if (a < 0x1p-6f) return sign | (uint8_t)rintf(a * 0x1p9f); /* subnormal; 8 rounds up to 0x08 */
+    int e;
+    frexpf(a, &e);                                              /* a = m·2^e, m in [0.5, 1) */
+    int man = (int)rintf((ldexpf(a, 1 - e) - 1.0f) * 8.0f);    /* a/2^(e-1) in [1, 2) */
+    int be = e - 1 + 7;
+    if (man == 8) man = 0, be++;
+    if (be > 15 || (be == 15 && man == 7)) return sign | 0x7e;
+    return sign | (uint8_t)(be << 3 | man);
+}
+
 /* fp8 e5m2: bias 15, IEEE-like with inf/NaN. */
 static inline float hy_fp8_e5m2_to_f32(uint8_t b) { return hy_f16_to_f32((uint16_t)((uint16_t)b << 8)); }
 

@@ -157,6 +157,17 @@ static void print_text(const char *dir, const hy_hparams *hp, const hy_weights_a
     printf("status          %s\n", hy_weights_audit_ok(a) ? "OK: complete and consistent" : "INCOMPLETE or INCONSISTENT");
 }
 
+/* The shortest decimal that reads back as the same float (1e-06, not
+ * 9.99999997e-07), as a JSON number. */
+static json_t *json_float(float f) {
+    char buf[32];
+    for (int prec = 6; prec <= 9; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, (double)f);
+        if ((float)strtod(buf, NULL) == f) break;
+    }
+    return json_real(strtod(buf, NULL));
+}
+
 static json_t *json_config(const hy_hparams *hp) {
     json_t *c = json_object();
     json_object_set_new(c, "model_type", json_string(hp->model_type));
@@ -180,7 +191,7 @@ static json_t *json_config(const hy_hparams *hp) {
     json_object_set_new(c, "linear_value_head_dim", json_integer(hp->linear_value_head_dim));
     json_object_set_new(c, "linear_num_key_heads", json_integer(hp->linear_num_key_heads));
     json_object_set_new(c, "linear_num_value_heads", json_integer(hp->linear_num_value_heads));
-    json_object_set_new(c, "rms_norm_eps", json_real(hp->rms_norm_eps));
+    json_object_set_new(c, "rms_norm_eps", json_float(hp->rms_norm_eps));
     json_object_set_new(c, "tie_word_embeddings", json_boolean(hp->tie_word_embeddings));
     json_object_set_new(c, "bos_token_id", hp->bos_token_id >= 0 ? json_integer(hp->bos_token_id) : json_null());
     json_object_set_new(c, "eos_token_id", hp->eos_token_id >= 0 ? json_integer(hp->eos_token_id) : json_null());
@@ -347,7 +358,7 @@ HY_CMD(inspect) {
     if (error) fprintf(stderr, "hyla inspect: %s\n", error);
     if (as_json) {
         json_t *o = json_report(dir, &hp, have_audit ? &a : NULL, st, error);
-        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
         printf("\n");
         json_decref(o);
     } else {

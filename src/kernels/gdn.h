@@ -15,6 +15,8 @@
 #ifndef HY_KERNELS_GDN_H
 #define HY_KERNELS_GDN_H
 
+#include "base/cpu.h"
+
 #include <stddef.h>
 
 /* Sizes of one GDN layer for one sequence. */
@@ -41,6 +43,23 @@ void hy_gdn_chunked(const hy_gdn_dims *d, int T, int C, int h0, int h1,
                     const float *q, const float *k, const float *v,
                     const float *g, const float *beta, float *state, float *out, float *scratch);
 
+/* The chunked form split for parallel callers (spec §6; see gdn_ref.c). For value head h and
+ * chunk c (tokens [c*C, min(T, c*C+C)) ), prepare does everything that does not depend on the
+ * state and writes it to `prep` (hy_gdn_chunk_prep_floats floats); all (h, c) pairs are
+ * mutually independent. scan then consumes prep (it is overwritten), reads the state of head h
+ * entering chunk c, writes the chunk's outputs and leaves the state after the chunk; for one
+ * head the chunks must be scanned in order, different heads are independent. `work` is per-thread
+ * scratch of hy_gdn_chunk_work_floats floats, needed only during one call.
+ * A prep record is only valid for the ops table (ISA) that produced it.
+ * Typical use: phase 1, threads prepare any subset of (h, c) pairs; phase 2, threads take heads
+ * and scan their chunks in order. hy_gdn_chunked does prepare+scan chunk by chunk, one thread. */
+size_t hy_gdn_chunk_prep_floats(const hy_gdn_dims *d, int C);
+size_t hy_gdn_chunk_work_floats(const hy_gdn_dims *d, int C);
+void hy_gdn_chunk_prepare(const hy_gdn_dims *d, int T, int C, int h, int c, const float *q, const float *k,
+                          const float *v, const float *g, const float *beta, float *prep, float *work);
+void hy_gdn_chunk_scan(const hy_gdn_dims *d, int T, int C, int h, int c, const float *q, const float *k,
+                       float *prep, float *state, float *out, float *work);
+
 /* Causal depthwise conv1d + SiLU over T new tokens, channels [c0,c1), kernel K (spec §5.2).
  * x    : [T][C] pre-conv input;  w: [C][K] (weight [C,1,K] squeezed; w[c][K-1] multiplies the
  *        current token)
@@ -57,5 +76,32 @@ void hy_gdn_gates(int T, int Hv, const float *a, const float *b, const float *A_
 
 /* In-place L2 normalisation of n vectors of length dim (x / sqrt(sum x^2 + 1e-6)) times scale. */
 void hy_l2norm_scale(float *x, int n, int dim, float scale);
+
+/* The GDN kernels of one ISA, same contracts as the scalar functions above (which form the
+ * "ref" table). Resolved once by the caller (kernels/cpu/dispatch.h) and then called through. */
+typedef struct hy_gdn_ops {
+    const char *name; /* ISA name */
+    void (*recurrent)(const hy_gdn_dims *d, int T, int h0, int h1, const float *q, const float *k,
+                      const float *v, const float *g, const float *beta, float *state, float *out);
+    /* scratch: hy_gdn_chunked_scratch_floats(d, C) floats per thread */
+    void (*chunked)(const hy_gdn_dims *d, int T, int C, int h0, int h1, const float *q, const float *k,
+                    const float *v, const float *g, const float *beta, float *state, float *out, float *scratch);
+    void (*chunk_prepare)(const hy_gdn_dims *d, int T, int C, int h, int c, const float *q, const float *k,
+                          const float *v, const float *g, const float *beta, float *prep, float *work);
+    void (*chunk_scan)(const hy_gdn_dims *d, int T, int C, int h, int c, const float *q, const float *k,
+                       float *prep, float *state, float *out, float *work);
+    void (*conv_silu)(int T, int C, int K, int c0, int c1, const float *x, const float *w, float *state,
+                      float *y);
+    void (*gates)(int T, int Hv, const float *a, const float *b, const float *A_log, const float *dt_bias,
+                  float *g, float *beta);
+    void (*l2norm_scale)(float *x, int n, int dim, float scale);
+} hy_gdn_ops;
+
+/* The table of one ISA, or NULL when this build has no such variant (non-x86 builds). Does NOT
+ * check that the running CPU supports it: get the ISA from hy_kernels_init (dispatch.h). */
+const hy_gdn_ops *hy_gdn_ops_get(hy_isa isa);
+const hy_gdn_ops *hy_gdn_ops_ref(void);
+const hy_gdn_ops *hy_gdn_ops_avx2(void);
+const hy_gdn_ops *hy_gdn_ops_avx512(void);
 
 #endif

@@ -5,6 +5,8 @@
  * behave identically. NFC is utf8proc's, except for the code points that HF's older Unicode
  * tables do not know (nfc_compat.h, generated and verified by tools/reference/make_nfc_compat.py):
  * HF treats them as inert starters, so we cut the text there and normalize the pieces.
+ * Oniguruma's default retry limit (10M backtracks per search) stays on: a pathological input
+ * (e.g. tens of MB of one whitespace run) gets a clean error instead of a hang, as in HF.
  * Threading: a compiled regex is only read during searches (HF shares one across threads the
  * same way); each search uses its own region. onig_initialize runs once under pthread_once.
  */

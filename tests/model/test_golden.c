@@ -1,23 +1,26 @@
 /*
  * Golden model test: every fixture model under tests/data/golden/<name>/
  * (checkpoint in tests/data/models/<name>/) against HF transformers run in
- * fp32, plus an independent double-precision reference (synth_model.h).
+ * fp32, and against an independent double-precision reference of the spec
+ * (synth_model.h, "exact").
  *
- *  - every prompt: logits max|d| vs HF <= TOL_F32 (fp32 weights) / TOL_BF16;
- *  - accuracy: our worst max|d| vs the exact (double) result is no larger than
- *    HF fp32's own worst max|d| vs that same result;
+ *  - every prompt: max|d| vs HF <= TOL_HF (catches any semantic or layout
+ *    error, which moves logits by O(1)); max|d| vs exact <= TOL_EXACT;
+ *  - accuracy: our worst max|d| vs exact over a model's prompts is no larger
+ *    than HF fp32's own worst max|d| vs exact;
  *  - the longest all-positions prompt fed in splits (1+62+66, 64+64+1, 100+29)
  *    and token by token agrees with one call within TOL_SPLIT;
  *  - every recorded greedy continuation is reproduced exactly;
  *  - 1 vs 2 threads is bit-identical.
  *
- * Why the tolerances are not 1e-4 / 1e-5: the fixtures amplify fp32 rounding
- * ~100x (8 random layers, |logit| up to ~20). Measured on them: HF fp32 is up
- * to 2.75e-4 (tiny-text) / 6.6e-4 (tiny-text-bf16) away from the exact result,
- * and HF fp32 fed the same splits differs from its own one-call logits by up to
- * 3.5e-4 / 5.7e-4. We are below HF on both (see the printed numbers); the
- * strict 1e-5 split invariance is asserted on the better-conditioned synthetic
- * model in test_forward_synth.c.
+ * Why not 1e-4 (fp32) / 1e-3 (bf16) vs HF and 1e-5 for splits: the fixtures
+ * amplify fp32 rounding ~100x (8 random layers, |logit| up to ~20), so HF fp32
+ * itself is far from exact. Measured: HF fp32 vs exact up to 2.75e-4
+ * (tiny-text), 6.6e-4 (tiny-text-bf16), 1.39e-3 (tiny-mm), 8.2e-4
+ * (tiny-mm-bf16); HF fp32 fed the same splits differs from its own one-call
+ * logits by up to 3.5e-4 / 5.7e-4 / 2.4e-3 / 9.5e-4. Ours: <= 3.6e-4 vs exact,
+ * <= 3.4e-4 across splits. The strict 1e-5 split invariance is asserted on the
+ * better-conditioned synthetic model (test_forward_synth.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -34,9 +37,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TOL_F32 5e-4  /* HF fp32 itself is up to 2.75e-4 from exact */
-#define TOL_BF16 1e-3
-#define TOL_SPLIT 5e-4 /* HF fp32 itself: up to 5.7e-4 */
+#define TOL_HF 3e-3    /* vs HF fp32 (HF itself is up to 1.39e-3 from exact) */
+#define TOL_EXACT 1e-3 /* vs the double-precision reference (ours <= 3.6e-4) */
+/* Under sanitizers (unoptimised, ~50x slower) prompts longer than this are
+ * skipped and the double reference is not run: that build looks for memory
+ * errors; the normal build checks all the numerics. */
+#if defined(__SANITIZE_ADDRESS__)
+#define SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SANITIZED 1
+#endif
+#endif
+#ifdef SANITIZED
+#define SAN_MAX_T 200
+#else
+#define SANITIZED 0
+#define SAN_MAX_T 1000000
+#endif
+#define TOL_SPLIT 1e-3 /* ours <= 3.4e-4; HF fp32 itself up to 2.4e-3 */
 
 /* hy_test_data_path of a formatted relative path (caller frees). */
 static char *data_pathf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -106,8 +125,7 @@ static void check_model(const char *name, double *worst_out) {
     free(dir);
     const int V = m->hp.vocab_size;
     assert_int_equal(V, (int)json_integer_value(json_object_get(man, "vocab_size")));
-    const bool bf16 = m->w.embed_tokens.dtype == HY_DTYPE_BF16;
-    const double tol = bf16 ? TOL_BF16 : TOL_F32;
+    const double tol = TOL_HF;
 
     hy_ctx *ctx = NULL, *ctx2 = NULL;
     hy_ctx_opts o1 = {.n_threads = 1}, o2 = {.n_threads = 2};
@@ -129,6 +147,10 @@ static void check_model(const char *name, double *worst_out) {
         int n;
         int32_t *ids = json_ids(json_object_get(p, "ids"), &n);
         assert_true(n >= 1 && n <= 1024);
+        if (n > SAN_MAX_T) {
+            free(ids);
+            continue;
+        }
         size_t rows = all ? (size_t)n : 1;
         float *want = load_f32(name, json_string_value(json_object_get(p, "logits")), rows * V);
         float *got = malloc(sizeof(float) * rows * V);
@@ -136,23 +158,30 @@ static void check_model(const char *name, double *worst_out) {
         assert_int_equal(hy_forward(ctx, seq, ids, n, got, all, &err), 0);
         double e = hy_test_max_abs_diff(got, want, rows * V);
         /* exact result from the double-precision reference (all positions; keep the rows compared) */
-        double *exact = malloc(sizeof(double) * (size_t)n * V);
-        ref_forward(m, ids, n, 0, 0, exact);
-        const double *ex = exact + (size_t)(n - (int)rows) * V;
-        double e_ours = max_abs_fd(got, ex, rows * V), e_hf = max_abs_fd(want, ex, rows * V);
-        free(exact);
+        double e_ours = 0, e_hf = 0;
+        if (!SANITIZED) {
+            double *exact = malloc(sizeof(double) * (size_t)n * V);
+            ref_forward(m, ids, n, 0, 0, exact);
+            const double *ex = exact + (size_t)(n - (int)rows) * V;
+            e_ours = max_abs_fd(got, ex, rows * V);
+            e_hf = max_abs_fd(want, ex, rows * V);
+            free(exact);
+        }
         if (e_ours > worst_ours) worst_ours = e_ours;
         if (e_hf > worst_hf) worst_hf = e_hf;
         printf("%-15s %-7s T=%-4d %-4s vs HF max|d| = %.3g (tol %.0e) | vs exact: ours %.3g, HF %.3g\n", name,
                pname, n, all ? "all" : "last", e, tol, e_ours, e_hf);
         if (e > worst) worst = e;
         assert_true(e <= tol);
+        assert_true(e_ours <= TOL_EXACT);
         /* 2 threads: bit-identical */
-        float *got2 = malloc(sizeof(float) * rows * V);
-        hy_seq_reset(seq);
-        assert_int_equal(hy_forward(ctx2, seq, ids, n, got2, all, &err), 0);
-        assert_memory_equal(got, got2, sizeof(float) * rows * V);
-        free(got2);
+        {
+            float *got2 = malloc(sizeof(float) * rows * V);
+            hy_seq_reset(seq);
+            assert_int_equal(hy_forward(ctx2, seq, ids, n, got2, all, &err), 0);
+            assert_memory_equal(got, got2, sizeof(float) * rows * V);
+            free(got2);
+        }
         if (all && n > split_n) {
             free((void *)split_ids);
             free(split_base);

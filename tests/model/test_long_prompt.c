@@ -17,7 +17,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Under sanitizers (unoptimised, ~50x slower) 1024 tokens still cover two
+ * 512-token internal steps and 16 GDN chunks; the numerics at 4096 are checked
+ * by the normal build. */
+#if defined(__SANITIZE_ADDRESS__)
+#define N_TOK 1024
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define N_TOK 1024
+#endif
+#endif
+#ifndef N_TOK
 #define N_TOK 4096
+#endif
 
 static int all_finite(const float *x, size_t n) {
     for (size_t i = 0; i < n; i++)
@@ -56,7 +68,7 @@ static void test_long_prompt(void **st) {
     assert_true(all_finite(l1, (size_t)V));
     float mx = -INFINITY;
     for (int i = 0; i < V; i++) mx = fmaxf(mx, fabsf(l1[i]));
-    printf("4096-token prompt: last logits finite, |logit| max %.2f\n", mx);
+    printf("%d-token prompt: last logits finite, |logit| max %.2f\n", N_TOK, mx);
 
     const hy_gdn_state *g = hy_seq_gdn_state(s1);
     for (int l = 0; l < g->n_layers; l++) {

@@ -44,10 +44,21 @@ static char *zstd_read(const char *rel, size_t *len) {
     return b;
 }
 
-static hy_tokenizer *load_qwen(void) {
+static char *replace1(const char *s, const char *a, const char *b);
+
+/* qwen2_regex: swap the Qwen3.5 pre-tokenizer regex for the Qwen2/Qwen3 one (no \p{M}). */
+static hy_tokenizer *load_qwen_ex(bool qwen2_regex) {
     size_t jl = 0, cl = 0;
     char *json = zstd_read("tokenizers/qwen3.6/tokenizer.json.zst", &jl);
     assert_non_null(json);
+    if (qwen2_regex) {
+        char *a = replace1(json, "?[\\\\p{L}\\\\p{M}]+|", "?\\\\p{L}+|");
+        char *b = replace1(a, "[^\\\\s\\\\p{L}\\\\p{M}\\\\p{N}]+", "[^\\\\s\\\\p{L}\\\\p{N}]+");
+        free(a);
+        free(json);
+        json = b;
+        jl = strlen(json);
+    }
     char *cp = hy_test_data_path("tokenizers/qwen3.6/tokenizer_config.json");
     char *cfg = (char *)hy_test_read_file(cp, &cl);
     free(cp);
@@ -61,6 +72,8 @@ static hy_tokenizer *load_qwen(void) {
     free(cfg);
     return t;
 }
+
+static hy_tokenizer *load_qwen(void) { return load_qwen_ex(false); }
 
 static hy_tokenizer *load_tiny(void) {
     char *dir = hy_test_data_path("tokenizers/tiny");
@@ -232,6 +245,13 @@ static int teardown_qwen(void **st) {
 static void test_qwen_golden(void **st) {
     (void)st;
     assert_int_equal(run_golden(g_qwen, "tokenizer/expected.jsonl.zst", "qwen3.6"), 0);
+}
+
+static void test_qwen2_regex_golden(void **st) {
+    (void)st;
+    hy_tokenizer *t = load_qwen_ex(true);
+    assert_int_equal(run_golden(t, "tokenizer/expected_qwen2_regex.jsonl.zst", "qwen3.6 vocab + Qwen2 regex"), 0);
+    hy_tokenizer_free(t);
 }
 
 static void test_tiny_golden(void **st) {
@@ -662,6 +682,7 @@ int main(void) {
         cmocka_unit_test(test_tiny_golden),
         cmocka_unit_test(test_qwen_api),
         cmocka_unit_test(test_qwen_golden),
+        cmocka_unit_test(test_qwen2_regex_golden),
         cmocka_unit_test(test_detok_stream),
         cmocka_unit_test(test_concurrent_encode),
     };

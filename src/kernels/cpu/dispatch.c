@@ -1,0 +1,73 @@
+/*
+ * Tier selection and table resolution for the CPU kernels (see dispatch.h). The per-tier tables
+ * are const statics in each kernel file; this file only chooses among them.
+ */
+#include "kernels/cpu/dispatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const hy_gdn_ops *hy_gdn_ops_get(hy_isa isa) {
+    switch (isa) {
+    case HY_ISA_REF: return hy_gdn_ops_ref();
+    case HY_ISA_AVX2: return hy_gdn_ops_avx2();
+    case HY_ISA_AVX512: return hy_gdn_ops_avx512();
+    default: return NULL;
+    }
+}
+
+static void isa_missing(const hy_cpu_features *f, hy_isa isa, char *buf, size_t cap) {
+    buf[0] = '\0';
+    const struct { bool have; const char *name; } need[] = {
+        {f->avx2, "avx2"}, {f->fma, "fma"}, {f->f16c, "f16c"},
+        {f->avx512f || isa < HY_ISA_AVX512, "avx512f"}, {f->avx512bw || isa < HY_ISA_AVX512, "avx512bw"},
+        {f->avx512dq || isa < HY_ISA_AVX512, "avx512dq"}, {f->avx512vl || isa < HY_ISA_AVX512, "avx512vl"},
+        {f->avx512_bf16 || isa < HY_ISA_AVX512, "avx512_bf16"},
+        {f->avx512_vnni || isa < HY_ISA_AVX512, "avx512_vnni"},
+    };
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+        if (need[i].have) continue;
+        if (buf[0]) strncat(buf, " ", cap - strlen(buf) - 1);
+        strncat(buf, need[i].name, cap - strlen(buf) - 1);
+    }
+}
+
+int hy_isa_select(const hy_cpu_features *f, const char *request, const char *env, hy_isa *out, hy_err *e) {
+    const char *src = "request";
+    const char *want = request;
+    if (!want || !want[0] || !strcmp(want, "auto")) {
+        want = env;
+        src = "HYLA_ISA";
+    }
+    if (!want || !want[0] || !strcmp(want, "auto")) {
+        *out = hy_isa_best(f);
+        return 0;
+    }
+    const int isa = hy_isa_parse(want);
+    if (isa < 0)
+        return hy_err_set(e, HY_E_INVALID, "%s: unknown instruction set '%s' (expected ref, avx2, avx512 or auto)",
+                          src, want);
+    if (!hy_isa_supported(f, (hy_isa)isa)) {
+        char miss[160];
+        isa_missing(f, (hy_isa)isa, miss, sizeof miss);
+        return hy_err_set(e, HY_E_UNSUPPORTED, "%s: instruction set '%s' is not supported by this CPU/OS "
+                          "(missing: %s); best available is '%s'", src, want, miss[0] ? miss : "OS register state",
+                          hy_isa_name(hy_isa_best(f)));
+    }
+    *out = (hy_isa)isa;
+    return 0;
+}
+
+int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
+    memset(k, 0, sizeof *k);
+    hy_cpu_detect(&k->cpu);
+    hy_isa isa;
+    int rc = hy_isa_select(&k->cpu, request, getenv("HYLA_ISA"), &isa, e);
+    if (rc) return rc;
+    k->gdn = hy_gdn_ops_get(isa);
+    if (!k->gdn)
+        return hy_err_set(e, HY_E_UNSUPPORTED, "instruction set '%s' is not compiled into this build",
+                          hy_isa_name(isa));
+    k->isa = isa;
+    return 0;
+}

@@ -1,0 +1,33 @@
+/*
+ * CPU kernel dispatch: picks the instruction-set tier once (at model/engine creation) and
+ * resolves the function tables of that tier into a struct the caller owns. Nothing global:
+ * two engines in one process may run different tiers (tests do exactly that).
+ *
+ * Selection: an explicit request ("ref" | "avx2" | "avx512"), else the environment variable
+ * HYLA_ISA, else the best tier this CPU and OS support. Asking for a tier the machine cannot
+ * run is an error (HY_E_UNSUPPORTED with a message naming the missing features), never a
+ * SIGILL later.
+ */
+#ifndef HY_KERNELS_CPU_DISPATCH_H
+#define HY_KERNELS_CPU_DISPATCH_H
+
+#include "base/cpu.h"
+#include "base/error.h"
+#include "kernels/gdn.h"
+
+typedef struct hy_cpu_kernels {
+    hy_isa isa;             /* the selected tier */
+    hy_cpu_features cpu;    /* what was detected */
+    const hy_gdn_ops *gdn;  /* Gated DeltaNet kernels of that tier */
+    /* the ops table of kernels/ops.h joins here once it has SIMD variants */
+} hy_cpu_kernels;
+
+/* request: tier name, or NULL / "" / "auto" to use $HYLA_ISA or else the best tier.
+ * Returns 0, or HY_E_INVALID (unknown name) / HY_E_UNSUPPORTED (tier not runnable here). */
+int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e);
+
+/* The selection rule alone, on given features (testable without the real CPU): request as
+ * above; env is the value of HYLA_ISA (may be NULL). */
+int hy_isa_select(const hy_cpu_features *f, const char *request, const char *env, hy_isa *out, hy_err *e);
+
+#endif

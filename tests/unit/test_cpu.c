@@ -1,0 +1,113 @@
+/* base/cpu + kernels/cpu/dispatch: feature detection is self-consistent, ISA selection follows
+ * request > HYLA_ISA > best, and an unavailable or unknown tier is a clear error. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "base/cpu.h"
+#include "kernels/cpu/dispatch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void test_detect(void **st) {
+    (void)st;
+    hy_cpu_features f;
+    hy_cpu_detect(&f);
+    char desc[256];
+    hy_cpu_describe(&f, desc, sizeof desc);
+    printf("detected: %s; best tier %s\n", desc, hy_isa_name(hy_isa_best(&f)));
+    /* "usable" implies the OS saves the registers */
+    if (f.avx2 || f.fma) assert_true(f.os_avx);
+    if (f.avx512f || f.avx512_bf16 || f.avx512_vnni) assert_true(f.os_avx512);
+    assert_true(hy_isa_supported(&f, HY_ISA_REF));
+    assert_true(hy_isa_supported(&f, hy_isa_best(&f)));
+}
+
+static void test_names(void **st) {
+    (void)st;
+    for (int i = 0; i < HY_ISA_COUNT; i++) assert_int_equal(hy_isa_parse(hy_isa_name((hy_isa)i)), i);
+    assert_int_equal(hy_isa_parse("avx512f"), -1);
+    assert_int_equal(hy_isa_parse(""), -1);
+    assert_int_equal(hy_isa_parse(NULL), -1);
+}
+
+static void test_select_rules(void **st) {
+    (void)st;
+    hy_cpu_features none, avx2, all;
+    memset(&none, 0, sizeof none);
+    avx2 = none;
+    avx2.os_avx = avx2.avx = avx2.avx2 = avx2.fma = avx2.f16c = true;
+    all = avx2;
+    all.os_avx512 = all.avx512f = all.avx512bw = all.avx512dq = all.avx512vl = true;
+    all.avx512_bf16 = all.avx512_vnni = true;
+    hy_isa isa;
+    hy_err e = {0};
+    assert_int_equal(hy_isa_select(&all, NULL, NULL, &isa, &e), 0);
+    assert_int_equal(isa, HY_ISA_AVX512);
+    assert_int_equal(hy_isa_select(&avx2, "auto", "", &isa, &e), 0);
+    assert_int_equal(isa, HY_ISA_AVX2);
+    assert_int_equal(hy_isa_select(&none, NULL, NULL, &isa, &e), 0);
+    assert_int_equal(isa, HY_ISA_REF);
+    /* env applies when there is no request; a request wins over env */
+    assert_int_equal(hy_isa_select(&all, NULL, "avx2", &isa, &e), 0);
+    assert_int_equal(isa, HY_ISA_AVX2);
+    assert_int_equal(hy_isa_select(&all, "ref", "avx2", &isa, &e), 0);
+    assert_int_equal(isa, HY_ISA_REF);
+    /* AVX-512 without BF16 is not the avx512 tier */
+    hy_cpu_features nobf = all;
+    nobf.avx512_bf16 = false;
+    assert_int_equal(hy_isa_select(&nobf, NULL, NULL, &isa, &e), 0);
+    assert_int_equal(isa, HY_ISA_AVX2);
+    assert_int_equal(hy_isa_select(&nobf, "avx512", NULL, &isa, &e), HY_E_UNSUPPORTED);
+    printf("error: %s\n", e.msg);
+    assert_non_null(strstr(e.msg, "avx512_bf16"));
+    assert_int_equal(hy_isa_select(&none, NULL, "avx2", &isa, &e), HY_E_UNSUPPORTED);
+    printf("error: %s\n", e.msg);
+    assert_non_null(strstr(e.msg, "HYLA_ISA"));
+    assert_int_equal(hy_isa_select(&all, "sse9", NULL, &isa, &e), HY_E_INVALID);
+    printf("error: %s\n", e.msg);
+    assert_non_null(strstr(e.msg, "sse9"));
+}
+
+static void test_kernels_init(void **st) {
+    (void)st;
+    hy_cpu_kernels k;
+    hy_err e = {0};
+    assert_int_equal(hy_cpu_kernels_init(&k, "ref", &e), 0);
+    assert_ptr_equal(k.gdn, hy_gdn_ops_ref());
+    assert_string_equal(k.gdn->name, "ref");
+    /* every tier the CPU supports resolves to its own table */
+    for (int i = 0; i < HY_ISA_COUNT; i++) {
+        hy_cpu_kernels kk;
+        int rc = hy_cpu_kernels_init(&kk, hy_isa_name((hy_isa)i), &e);
+        if (hy_isa_supported(&k.cpu, (hy_isa)i)) {
+            assert_int_equal(rc, 0);
+            assert_int_equal(kk.isa, i);
+            assert_string_equal(kk.gdn->name, hy_isa_name((hy_isa)i));
+        } else {
+            assert_int_equal(rc, HY_E_UNSUPPORTED);
+        }
+    }
+    /* HYLA_ISA is honoured when no request is given */
+    setenv("HYLA_ISA", "ref", 1);
+    assert_int_equal(hy_cpu_kernels_init(&k, NULL, &e), 0);
+    assert_int_equal(k.isa, HY_ISA_REF);
+    setenv("HYLA_ISA", "bogus", 1);
+    assert_int_equal(hy_cpu_kernels_init(&k, NULL, &e), HY_E_INVALID);
+    unsetenv("HYLA_ISA");
+    assert_int_equal(hy_cpu_kernels_init(&k, NULL, &e), 0);
+    assert_int_equal(k.isa, hy_isa_best(&k.cpu));
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_detect),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_select_rules),
+        cmocka_unit_test(test_kernels_init),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
