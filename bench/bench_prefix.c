@@ -6,7 +6,10 @@
  * (hy_hp_gdn_state_bytes + hy_hp_gdn_conv_bytes, plus the tail KV rows a checkpoint at an
  * unaligned position carries).
  *
- * Usage: bench_prefix [--model DIR] [--turns N] [--turn-tokens N] [--reply N] [--threads N]
+ * Usage: bench_prefix [--model DIR] [--turns N] [--turn-tokens N] [--first-tokens N] [--reply N] [--threads N]
+ * --first-tokens sizes the first user message alone (a document, then short follow-ups).
+ * A cached turn still computes its new tokens: with equal turns, turn k costs at least
+ * 1/k of the uncached prefill (attention over the longer context makes it a bit more).
  * Without --model the checkpoint is written once to $HYLA_BENCH_MODEL or
  * build/bench-models/qwen3.5-0.8b (about 1.6 GiB) and reused. Wall-clock times (TTFT is what a
  * user waits for); the machine may be shared, so compare ratios. Prints only; no asserts. */
@@ -118,11 +121,11 @@ static int run_turn(hy_engine *e, conv *c, int reply_max, turn_result *tr) {
     return 0;
 }
 
-static int run_conversation(const hy_model *m, int threads, bool cache, int turns, int turn_tokens, int reply,
-                            turn_result *res, hy_engine_stats *st) {
+static int run_conversation(const hy_model *m, int threads, bool cache, int turns, int first_tokens, int turn_tokens,
+                            int reply, turn_result *res, hy_engine_stats *st) {
     hy_err err = {0};
     hy_fwd_model *fm = NULL;
-    int max_len = turns * (turn_tokens + reply + 16) + 128;
+    int max_len = first_tokens + turns * (turn_tokens + reply + 16) + 128;
     if (hy_fwd_model_create(&fm, m, threads, 512, max_len, &err)) {
         fprintf(stderr, "bench_prefix: %s\n", err.msg);
         return 1;
@@ -145,16 +148,17 @@ static int run_conversation(const hy_model *m, int threads, bool cache, int turn
     }
     conv cv = {0};
     uint64_t s = 0x5eed;
-    int32_t *content = malloc(sizeof(int32_t) * (size_t)turn_tokens);
+    int32_t *content = malloc(sizeof(int32_t) * (size_t)(first_tokens > turn_tokens ? first_tokens : turn_tokens) + 128);
     for (int i = 0; i < 24; i++) content[i] = (int32_t)(1000 + i * 37);
     message(&cv, R_SYS, content, 24);
     int rc = 0;
     for (int t = 0; t < turns && !rc; t++) {
-        for (int i = 0; i < turn_tokens; i++) {
+        int len = t == 0 ? first_tokens : turn_tokens;
+        for (int i = 0; i < len; i++) {
             s = s * 6364136223846793005ull + 1442695040888963407ull;
             content[i] = (int32_t)(1000 + (s >> 33) % 100000);
         }
-        message(&cv, R_USER, content, turn_tokens);
+        message(&cv, R_USER, content, len);
         rc = run_turn(e, &cv, reply, &res[t]);
         if (!rc) message(&cv, R_ASSIST, res[t].reply, res[t].n_reply);
         printf("  [%s] turn %d: prompt %d tokens, cached %d, TTFT %.3f s\n", cache ? "cache" : "no cache", t + 1,
@@ -171,7 +175,7 @@ static int run_conversation(const hy_model *m, int threads, bool cache, int turn
 
 int main(int argc, char **argv) {
     const char *model_dir = getenv("HYLA_BENCH_MODEL");
-    int turns = 4, turn_tokens = 2048, reply = 8;
+    int turns = 4, turn_tokens = 2048, reply = 8, first_tokens = -1;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -182,15 +186,18 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--model")) model_dir = v;
         else if (!strcmp(a, "--turns")) turns = atoi(v);
         else if (!strcmp(a, "--turn-tokens")) turn_tokens = atoi(v);
+        else if (!strcmp(a, "--first-tokens")) first_tokens = atoi(v);
         else if (!strcmp(a, "--reply")) reply = atoi(v);
         else if (!strcmp(a, "--threads")) threads = atoi(v);
         else {
-            fprintf(stderr, "usage: bench_prefix [--model DIR] [--turns N] [--turn-tokens N] [--reply N] [--threads N]\n");
+            fprintf(stderr, "usage: bench_prefix [--model DIR] [--turns N] [--turn-tokens N] [--first-tokens N] [--reply N] "
+                            "[--threads N]\n");
             return 2;
         }
         i++;
     }
-    if (turns < 1 || turns > 64 || turn_tokens < 1 || reply < 1 || reply > 64 || threads < 1) {
+    if (first_tokens < 0) first_tokens = turn_tokens;
+    if (turns < 1 || turns > 64 || turn_tokens < 1 || first_tokens < 1 || reply < 1 || reply > 64 || threads < 1) {
         fprintf(stderr, "bench_prefix: bad sizes\n");
         return 2;
     }
@@ -221,12 +228,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_prefix: %s\n", err.msg);
         return 1;
     }
-    printf("bench_prefix: %s, %d turns x %d user tokens, %d-token replies, %d threads\n", model_dir, turns,
-           turn_tokens, reply, threads);
+    printf("bench_prefix: %s, %d turns: %d then %d user tokens, %d-token replies, %d threads\n", model_dir, turns,
+           first_tokens, turn_tokens, reply, threads);
     turn_result *on = calloc((size_t)turns, sizeof *on), *off = calloc((size_t)turns, sizeof *off);
     hy_engine_stats st_on, st_off;
-    int rc = run_conversation(m, threads, false, turns, turn_tokens, reply, off, &st_off);
-    if (!rc) rc = run_conversation(m, threads, true, turns, turn_tokens, reply, on, &st_on);
+    int rc = run_conversation(m, threads, false, turns, first_tokens, turn_tokens, reply, off, &st_off);
+    if (!rc) rc = run_conversation(m, threads, true, turns, first_tokens, turn_tokens, reply, on, &st_on);
     if (!rc) {
         printf("\n| turn | prompt | cached | TTFT no cache (s) | TTFT cache (s) | cache / no cache | replies equal |\n");
         printf("|---:|---:|---:|---:|---:|---:|:---:|\n");

@@ -46,8 +46,10 @@ static void usage(FILE *f) {
             "  --no-prefix-cache          do not reuse prompt prefixes across requests\n"
             "  --block-size N             tokens per cached attention KV block (default 16)\n"
             "  --checkpoint-interval N    GDN state checkpoint every N prompt tokens (default 2048; 0 = none)\n"
-            "  --state-cache-bytes SIZE   budget of GDN state checkpoints (default 1G; K/M/G suffixes)\n"
-            "  --prefix-cache-bytes SIZE  budget of cached attention KV blocks (default 1G)\n"
+            "  --state-cache-bytes SIZE   budget of GDN state checkpoints (K/M/G suffixes; default\n"
+            "                             max(1G, 8 checkpoints))\n"
+            "  --prefix-cache-bytes SIZE  budget of cached attention KV blocks (default: the KV of one\n"
+            "                             max-model-len context, at most 1/4 of RAM)\n"
             "  --max-body BYTES           largest request body (default 8 MiB)\n"
             "  --drain-timeout S          seconds to let requests finish on SIGINT/SIGTERM (default 30)\n");
 }
@@ -88,7 +90,7 @@ HY_CMD(serve) {
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     bool prefix_cache = true;
     int block_size = 16, ckpt_interval = 2048;
-    size_t state_bytes = (size_t)1 << 30, pkv_bytes = (size_t)1 << 30;
+    size_t state_bytes = 0, pkv_bytes = 0; /* 0: the engine's automatic budgets */
     if (threads < 1) threads = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 enum phase { PH_FREE = 0, PH_PREFILL, PH_WAIT_COPY, PH_DECODE };
 
@@ -154,8 +155,8 @@ void hy_engine_config_default(hy_engine_config *c) {
     c->prefix_cache = true;
     c->block_size = 16;
     c->checkpoint_interval = 2048;
-    c->prefix_kv_bytes = (size_t)1 << 30;
-    c->state_cache_bytes = (size_t)1 << 30;
+    c->prefix_kv_bytes = 0;   /* auto */
+    c->state_cache_bytes = 0; /* auto */
 }
 
 void hy_event_clear(hy_event *ev) {
@@ -994,11 +995,23 @@ int hy_engine_create(hy_engine **out, const hy_engine_config *cfg, const hy_engi
     }
     if ((rc = hy_sampler_create(&e->sampler, model->n_vocab, err))) goto fail;
     if (snap && cfg->prefix_cache) {
+        size_t kvb = cfg->prefix_kv_bytes, stb = cfg->state_cache_bytes;
+        if (!kvb) {
+            long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+            size_t quarter = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 4 : (size_t)1 << 30;
+            kvb = model->kv_row_bytes * (size_t)cfg->max_model_len;
+            if (kvb > quarter) kvb = quarter;
+            if (kvb < ((size_t)256 << 20)) kvb = (size_t)256 << 20;
+        }
+        if (!stb) {
+            stb = (size_t)1 << 30;
+            if (stb < 8 * model->state_bytes) stb = 8 * model->state_bytes;
+        }
         hy_prefix_cache_opts po = {.block_size = cfg->block_size,
                                    .kv_row_bytes = model->kv_row_bytes,
                                    .state_bytes = model->state_bytes,
-                                   .kv_budget = cfg->prefix_kv_bytes,
-                                   .state_budget = cfg->state_cache_bytes,
+                                   .kv_budget = kvb,
+                                   .state_budget = stb,
                                    .salt = cfg->cache_salt};
         if ((rc = hy_prefix_cache_create(&e->pc, &po, err))) goto fail;
         e->stats.prefix_cache = true;

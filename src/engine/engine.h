@@ -108,8 +108,9 @@ typedef struct hy_engine_config {
     bool prefix_cache;          /* store and reuse (false: --no-prefix-cache) */
     int block_size;             /* tokens per KV block */
     int checkpoint_interval;    /* checkpoint every this many prompt tokens (0: none) */
-    size_t prefix_kv_bytes;     /* budget of cached KV blocks */
-    size_t state_cache_bytes;   /* budget of GDN checkpoints */
+    size_t prefix_kv_bytes;     /* budget of cached KV blocks; 0: auto (the KV of one
+                                   max_model_len context, at most 1/4 of physical memory) */
+    size_t state_cache_bytes;   /* budget of GDN checkpoints; 0: auto (max(1 GiB, 8 checkpoints)) */
     uint64_t cache_salt;        /* model identity / dtypes, mixed into the keys */
 
     /* Test hook: called on the engine thread with the logits of every
