@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +43,39 @@ static void usage(FILE *f) {
             "  --max-queue N              waiting requests before 429 (default 256)\n"
             "  --prefill-chunk N          prompt tokens per sequence per step (default 512)\n"
             "  --threads N                compute threads (default: online CPUs)\n"
+            "  --no-prefix-cache          do not reuse prompt prefixes across requests\n"
+            "  --block-size N             tokens per cached attention KV block (default 16)\n"
+            "  --checkpoint-interval N    GDN state checkpoint every N prompt tokens (default 2048; 0 = none)\n"
+            "  --state-cache-bytes SIZE   budget of GDN state checkpoints (K/M/G suffixes; default\n"
+            "                             max(1G, 8 checkpoints))\n"
+            "  --prefix-cache-bytes SIZE  budget of cached attention KV blocks (default: the KV of one\n"
+            "                             max-model-len context, at most 1/4 of RAM)\n"
             "  --max-body BYTES           largest request body (default 8 MiB)\n"
             "  --drain-timeout S          seconds to let requests finish on SIGINT/SIGTERM (default 30)\n");
+}
+
+/* BYTES with an optional K/M/G/T suffix (powers of 1024). */
+static int parse_size(const char *opt, const char *s, size_t *out) {
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    unsigned shift = 0;
+    if (end && *end) {
+        switch (*end) {
+        case 'K': case 'k': shift = 10; break;
+        case 'M': case 'm': shift = 20; break;
+        case 'G': case 'g': shift = 30; break;
+        case 'T': case 't': shift = 40; break;
+        default: shift = 64;
+        }
+        if (end[1] && !(end[1] == 'B' || end[1] == 'b' || (end[1] == 'i' && end[2] == 'B'))) shift = 64;
+    }
+    if (errno || end == s || *s == '-' || shift == 64 || (shift && v > (~0ull >> shift))) {
+        fprintf(stderr, "hyla serve: %s expects a byte count like 512M or 2G, got '%s'\n", opt, s);
+        return 2;
+    }
+    *out = (size_t)(v << shift);
+    return 0;
 }
 
 static double now_s(void) {
@@ -56,6 +88,9 @@ HY_CMD(serve) {
     const char *dir = NULL, *tok_dir = NULL, *host = "127.0.0.1", *api_key = getenv("HYLA_API_KEY"), *name = NULL;
     int port = 8080, max_seqs = 8, max_len = 0, max_queue = 256, chunk = 512, drain_s = 30, max_body = 8 << 20;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    bool prefix_cache = true;
+    int block_size = 16, ckpt_interval = 2048;
+    size_t state_bytes = 0, pkv_bytes = 0; /* 0: the engine's automatic budgets */
     if (threads < 1) threads = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -78,6 +113,16 @@ HY_CMD(serve) {
             if (hy_cli_parse_int("--max-queue", argv[++i], 1, 1 << 20, &max_queue)) return 2;
         } else if (!strcmp(a, "--prefill-chunk") && hv) {
             if (hy_cli_parse_int("--prefill-chunk", argv[++i], 1, 1 << 16, &chunk)) return 2;
+        } else if (!strcmp(a, "--no-prefix-cache")) {
+            prefix_cache = false;
+        } else if (!strcmp(a, "--block-size") && hv) {
+            if (hy_cli_parse_int("--block-size", argv[++i], 1, HY_PREFIX_MAX_BLOCK, &block_size)) return 2;
+        } else if (!strcmp(a, "--checkpoint-interval") && hv) {
+            if (hy_cli_parse_int("--checkpoint-interval", argv[++i], 0, 1 << 24, &ckpt_interval)) return 2;
+        } else if (!strcmp(a, "--state-cache-bytes") && hv) {
+            if (parse_size("--state-cache-bytes", argv[++i], &state_bytes)) return 2;
+        } else if (!strcmp(a, "--prefix-cache-bytes") && hv) {
+            if (parse_size("--prefix-cache-bytes", argv[++i], &pkv_bytes)) return 2;
         } else if (!strcmp(a, "--threads") && hv) {
             if (hy_cli_parse_int("--threads", argv[++i], 1, 1024, &threads)) return 2;
         } else if (!strcmp(a, "--max-body") && hv) {
@@ -135,6 +180,16 @@ HY_CMD(serve) {
     ec.max_batch_tokens = chunk * 2 > 2048 ? chunk * 2 : 2048;
     ec.max_queue = max_queue;
     ec.seed_base = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
+    ec.prefix_cache = prefix_cache;
+    ec.block_size = block_size;
+    ec.checkpoint_interval = ckpt_interval;
+    ec.state_cache_bytes = state_bytes;
+    ec.prefix_kv_bytes = pkv_bytes;
+    /* The cache lives and dies with this process and model; the salt still
+     * names the model so keys never mean the same thing for two models. */
+    uint64_t salt = 1469598103934665603ull;
+    for (const char *p = dir; *p; p++) salt = (salt ^ (unsigned char)*p) * 1099511628211ull;
+    ec.cache_salt = salt ^ (uint64_t)m->hp.vocab_size << 20 ^ (uint64_t)m->hp.num_hidden_layers;
     /* stop ids: generation_config's eos list, else config.json's, plus the tokenizer's eos */
     for (int i = 0; i < gd.n_eos && ec.n_eos < HY_ENGINE_MAX_EOS; i++) ec.eos_ids[ec.n_eos++] = gd.eos_ids[i];
     if (!gd.n_eos && m->hp.eos_token_id >= 0) ec.eos_ids[ec.n_eos++] = m->hp.eos_token_id;
@@ -161,9 +216,10 @@ HY_CMD(serve) {
     if (hy_server_start(&srv, &sc, eng, &stv, &gd, &err)) goto fail;
     fprintf(stderr,
             "hyla serve: listening on http://%s:%d  model '%s' (%s)  max-num-seqs %d  max-model-len %d  threads %d  "
-            "template %s%s\n",
+            "template %s%s  prefix cache %s\n",
             strchr(host, ':') ? "[::]" : host, hy_server_port(srv), name, m->hp.model_type, max_seqs, max_len,
-            hy_fwd_model_threads(fm), hy_textio_template_desc(tx), sc.api_key ? "  api-key required" : "");
+            hy_fwd_model_threads(fm), hy_textio_template_desc(tx), sc.api_key ? "  api-key required" : "",
+            prefix_cache ? "on" : "off");
     fflush(stderr);
 
     int sig = 0;

@@ -28,6 +28,7 @@
 #define HY_ENGINE_ENGINE_H
 
 #include "base/error.h"
+#include "memory/prefix_cache.h"
 #include "sampling/sampler.h"
 
 #include <stdbool.h>
@@ -37,12 +38,15 @@
 /* ---------------- model seam ---------------- */
 
 /* One sequence's work in a step: append ids to its state; when logits is
- * non-NULL write the logits of the LAST appended position there ([n_vocab]). */
+ * non-NULL write the logits of the LAST appended position there ([n_vocab]),
+ * or of every appended position when all_logits ([n_ids][n_vocab]; only
+ * requested when the engine's logits_hook is set). */
 typedef struct hy_batch_item {
     void *seq;
     const int32_t *ids;
     int n_ids;
     float *logits;
+    bool all_logits;
 } hy_batch_item;
 
 typedef struct hy_engine_model {
@@ -57,6 +61,18 @@ typedef struct hy_engine_model {
     int (*seq_copy)(void *ctx, void *dst, const void *src, hy_err *err);
     /* Runs one step. On error every item's sequence is considered broken. */
     int (*forward)(void *ctx, hy_batch_item *items, int n_items, hy_err *err);
+
+    /* Snapshots for the prefix cache (all set, or all NULL / 0 when the model
+     * cannot snapshot: then there is no prefix cache). KV rows are packed per
+     * position (kv_row_bytes each); a state is state_bytes of GDN recurrent +
+     * conv state. restore sets the GDN state and the position; the KV of
+     * [0, pos) must have been written with kv_write first. */
+    size_t kv_row_bytes;
+    size_t state_bytes;
+    int (*kv_read)(void *ctx, const void *seq, int pos0, int n, void *dst, hy_err *err);
+    int (*kv_write)(void *ctx, void *seq, int pos0, int n, const void *src, hy_err *err);
+    void (*state_read)(void *ctx, const void *seq, void *dst);
+    int (*restore)(void *ctx, void *seq, const void *state, int pos, hy_err *err);
 } hy_engine_model;
 
 /* ---------------- text seam ---------------- */
@@ -83,6 +99,26 @@ typedef struct hy_engine_config {
     int32_t eos_ids[HY_ENGINE_MAX_EOS];
     int n_eos;
     uint64_t seed_base;    /* mixed into the seeds of requests without one */
+
+    /* Prefix caching (memory/prefix_cache.h), active when the model can
+     * snapshot. Whenever it can, prompts are computed in forward calls that
+     * end at a fixed set of positions (multiples of prefill_chunk and of
+     * checkpoint_interval, the last block boundary below the prompt end, the
+     * request's split_at / checkpoint_at hints), with the cache on or off,
+     * so a cached run and an uncached one compute exactly the same calls. */
+    bool prefix_cache;          /* store and reuse (false: --no-prefix-cache) */
+    int block_size;             /* tokens per KV block */
+    int checkpoint_interval;    /* checkpoint every this many prompt tokens (0: none) */
+    size_t prefix_kv_bytes;     /* budget of cached KV blocks; 0: auto (the KV of one
+                                   max_model_len context, at most 1/4 of physical memory) */
+    size_t state_cache_bytes;   /* budget of GDN checkpoints; 0: auto (max(1 GiB, 8 checkpoints)) */
+    uint64_t cache_salt;        /* model identity / dtypes, mixed into the keys */
+
+    /* Test hook: called on the engine thread with the logits of every
+     * computed position (prompt and generated; row = next-token logits after
+     * position pos) of request `tag`, choice `choice`. NULL in production. */
+    void (*logits_hook)(void *ctx, uint64_t tag, int choice, int pos, const float *row);
+    void *logits_hook_ctx;
 } hy_engine_config;
 
 void hy_engine_config_default(hy_engine_config *c);
@@ -102,6 +138,16 @@ typedef struct hy_gen_params {
     int n_stop_ids;
     bool ignore_eos;
     int n_logprobs;         /* -1: no logprobs; else 0..20 alternatives */
+    /* Prompt positions (0 < q < n_prompt) where a forward call must end
+     * (chat message ends: a later request whose prompt extends this one's
+     * messages can then resume there) and where the prefix cache should also
+     * checkpoint (the last user-turn boundary, the end of the history).
+     * Copied at submit. */
+    const int32_t *split_at;
+    int n_split_at;
+    const int32_t *checkpoint_at;
+    int n_checkpoint_at;
+    uint64_t tag;           /* passed to logits_hook */
 } hy_gen_params;
 
 typedef enum hy_finish {
@@ -137,6 +183,7 @@ typedef struct hy_event {
     /* DONE */
     int prompt_tokens;
     int completion_tokens;
+    int cached_tokens;      /* prompt tokens restored from the prefix cache */
 } hy_event;
 
 void hy_event_clear(hy_event *ev);
@@ -200,6 +247,8 @@ typedef struct hy_engine_stats {
     hy_hist itl;                       /* between tokens of a choice */
     hy_hist e2e;                       /* submit -> done */
     hy_hist queue;                     /* submit -> admitted */
+    bool prefix_cache;                 /* a prefix cache exists */
+    hy_prefix_cache_stats pc;
 } hy_engine_stats;
 
 void hy_engine_get_stats(hy_engine *e, hy_engine_stats *out);

@@ -7,6 +7,7 @@
 #include "engine/fwd_model.h"
 
 #include "model/forward_impl.h"
+#include "model/seq_io.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ struct hy_fwd_model {
     int32_t *ids;
     float *logits; /* [cap][vocab] */
     int *item;     /* index of each decode item in the step's items */
+    size_t kv_row_bytes, state_bytes;
 };
 
 static int fm_seq_create(void *ctx, void **seq, hy_err *err) {
@@ -58,6 +60,27 @@ static int fm_seq_copy(void *ctx, void *dst, const void *src, hy_err *err) {
     return 0;
 }
 
+static int fm_kv_read(void *ctx, const void *seq, int pos0, int n, void *dst, hy_err *err) {
+    (void)ctx;
+    return hy_seq_kv_read(seq, pos0, n, dst, err);
+}
+
+static int fm_kv_write(void *ctx, void *seq, int pos0, int n, const void *src, hy_err *err) {
+    (void)ctx;
+    return hy_seq_kv_write(seq, pos0, n, src, err);
+}
+
+static void fm_state_read(void *ctx, const void *seq, void *dst) {
+    (void)ctx;
+    hy_seq_gdn_read(seq, dst);
+}
+
+static int fm_restore(void *ctx, void *seq, const void *state, int pos, hy_err *err) {
+    (void)ctx;
+    return hy_seq_restore(seq, state, pos, err);
+}
+
+
 static int fm_grow(hy_fwd_model *fm, int n, hy_err *err) {
     if (n <= fm->cap) return 0;
     const size_t V = (size_t)fm->m->hp.vocab_size;
@@ -84,7 +107,8 @@ static int fm_forward(void *ctx, hy_batch_item *items, int n, hy_err *err) {
             n_dec++;
             continue;
         }
-        int rc = hy_forward(fm->ctx, items[i].seq, items[i].ids, items[i].n_ids, items[i].logits, false, err);
+        int rc = hy_forward(fm->ctx, items[i].seq, items[i].ids, items[i].n_ids, items[i].logits, items[i].all_logits,
+                            err);
         if (rc) return rc;
     }
     if (n_dec == 0) return 0;
@@ -117,6 +141,14 @@ int hy_fwd_model_create(hy_fwd_model **out, const hy_model *m, int n_threads, in
         free(fm);
         return rc;
     }
+    hy_seq *probe = NULL; /* sizes of a snapshot (a 1-position sequence costs nothing) */
+    if ((rc = hy_seq_create(&probe, m, 1, err))) {
+        hy_fwd_model_free(fm);
+        return rc;
+    }
+    fm->kv_row_bytes = hy_seq_kv_row_floats(probe) * sizeof(float);
+    fm->state_bytes = hy_seq_gdn_bytes(probe);
+    hy_seq_free(probe);
     *out = fm;
     return 0;
 }
@@ -140,6 +172,14 @@ void hy_fwd_model_vtable(hy_fwd_model *fm, hy_engine_model *out) {
     out->seq_reset = fm_seq_reset;
     out->seq_copy = fm_seq_copy;
     out->forward = fm_forward;
+    /* A model without attention or GDN layers has nothing to snapshot in one
+     * of the two parts: the cache then stays off (sizes 0). */
+    out->kv_row_bytes = fm->kv_row_bytes;
+    out->state_bytes = fm->state_bytes;
+    out->kv_read = fm_kv_read;
+    out->kv_write = fm_kv_write;
+    out->state_read = fm_state_read;
+    out->restore = fm_restore;
 }
 
 int hy_fwd_model_threads(const hy_fwd_model *fm) { return hy_ctx_threads(fm->ctx); }

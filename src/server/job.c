@@ -293,6 +293,7 @@ void hy_job_on_event(hy_job *j, const hy_event *ev) {
     case HY_EV_DONE:
         j->usage.prompt_tokens = ev->prompt_tokens;
         j->usage.completion_tokens = ev->completion_tokens;
+        j->usage.cached_tokens = ev->cached_tokens;
         j->usage.reasoning_tokens = -1;
         j->done = true;
         if (j->stream) {

@@ -96,6 +96,26 @@ char *hy_metrics_render(const hy_engine_stats *st, const hy_http_counters *c, co
     for (int i = 1; i < 5; i++)
         out(&b, "hyla:request_success_total{model_name=\"%s\",finished_reason=\"%s\"} %llu\n", model, reasons[i],
             (unsigned long long)st->finished_total[i]);
+    if (st->prefix_cache) {
+        const hy_prefix_cache_stats *pc = &st->pc;
+        counter(&b, "hyla:prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.", model,
+                (unsigned long long)pc->query_tokens);
+        counter(&b, "hyla:prefix_cache_hits_total", "Prompt tokens restored from the prefix cache.", model,
+                (unsigned long long)pc->hit_tokens);
+        counter(&b, "hyla:prefix_cache_requests_total", "Prefix cache lookups (one per prefilled sequence).", model,
+                (unsigned long long)pc->queries);
+        counter(&b, "hyla:prefix_cache_request_hits_total", "Lookups that reused a prefix.", model,
+                (unsigned long long)pc->hits);
+        gauge(&b, "hyla:prefix_cache_checkpoints", "GDN state checkpoints held.", model, (double)pc->checkpoints);
+        gauge(&b, "hyla:prefix_cache_checkpoint_bytes", "Bytes of GDN checkpoints held (state + tail KV).", model,
+              (double)pc->checkpoint_bytes);
+        counter(&b, "hyla:prefix_cache_checkpoint_evictions_total", "GDN checkpoints evicted (LRU).", model,
+                (unsigned long long)pc->checkpoint_evictions);
+        gauge(&b, "hyla:prefix_cache_blocks", "Attention KV blocks held.", model, (double)pc->blocks);
+        gauge(&b, "hyla:prefix_cache_block_bytes", "Bytes of attention KV blocks held.", model, (double)pc->block_bytes);
+        counter(&b, "hyla:prefix_cache_block_evictions_total", "Attention KV blocks evicted (LRU).", model,
+                (unsigned long long)pc->block_evictions);
+    }
     hist(&b, "hyla:time_to_first_token_seconds", "Time from arrival to the first generated token.", model, &st->ttft);
     hist(&b, "hyla:inter_token_latency_seconds", "Time between consecutive tokens of a sequence.", model, &st->itl);
     hist(&b, "hyla:e2e_request_latency_seconds", "Time from arrival to the end of a request.", model, &st->e2e);

@@ -647,7 +647,7 @@ json_t *hy_oai_usage_json(const hy_oai_usage *u) {
     json_object_set_new(j, "completion_tokens", json_integer(u->completion_tokens));
     json_object_set_new(j, "total_tokens", json_integer(u->prompt_tokens + u->completion_tokens));
     json_t *pd = json_object();
-    json_object_set_new(pd, "cached_tokens", json_integer(0));
+    json_object_set_new(pd, "cached_tokens", json_integer(u->cached_tokens));
     json_object_set_new(j, "prompt_tokens_details", pd);
     if (u->reasoning_tokens >= 0) {
         json_t *cd = json_object();

@@ -154,6 +154,7 @@ typedef struct hy_oai_usage {
     int prompt_tokens;
     int completion_tokens;
     int reasoning_tokens; /* -1: omit */
+    int cached_tokens;    /* prompt tokens reused from the prefix cache */
 } hy_oai_usage;
 
 int hy_oai_choice_append(char **buf, size_t *len, size_t *cap, const char *s, size_t n);

@@ -75,10 +75,39 @@ static bool authorized(const hy_server *s, const char *hdr) {
 
 /* ---------------- prompt building ---------------- */
 
+void hy_chat_marks_free(hy_chat_marks *m) {
+    free(m->split);
+    free(m->ckpt);
+    memset(m, 0, sizeof *m);
+}
+
+/* Token positions of the byte offsets off[] (ascending) of the rendered text:
+ * walks the tokens' bytes along the text and stops at the first token whose
+ * bytes are not the text's (normalisation), so every position found is one
+ * where ids[0, t) spell exactly text[0, off). Offsets inside a token are
+ * dropped: they are not token boundaries. */
+static int marks_to_tokens(const hy_server *s, const char *text, size_t len, const int32_t *ids, size_t n,
+                           const size_t *off, int n_off, int32_t *out) {
+    int k = 0, j = 0;
+    size_t at = 0;
+    for (size_t t = 0; t < n && j < n_off; t++) {
+        while (j < n_off && off[j] < at) j++;
+        if (j < n_off && off[j] == at && t > 0) {
+            out[k++] = (int32_t)t;
+            j++;
+        }
+        const char *b;
+        size_t bl;
+        if (s->text.token_bytes(s->text.ctx, ids[t], &b, &bl) || at + bl > len || memcmp(text + at, b, bl)) break;
+        at += bl;
+    }
+    return k;
+}
+
 /* Renders (chat) or takes (completions) the prompt and tokenizes it. Returns
  * 0 or an HTTP status with *e filled. */
 static int build_prompt(hy_server *s, const hy_oai_request *req, int32_t **ids, size_t *n, char **rendered,
-                        size_t *rendered_len, hy_oai_error *e) {
+                        size_t *rendered_len, hy_chat_marks *marks, hy_oai_error *e) {
     hy_err err = {0};
     *ids = NULL;
     *n = 0;
@@ -87,8 +116,10 @@ static int build_prompt(hy_server *s, const hy_oai_request *req, int32_t **ids, 
     if (req->kind == HY_OAI_CHAT) {
         if (!s->text.render_chat)
             return hy_oai_error_set(e, 501, NULL, "chat completions need a chat template, which this build lacks");
-        if (s->text.render_chat(s->text.ctx, req, rendered, rendered_len, &err))
-            return hy_oai_error_set(e, err.code == HY_E_NOMEM ? 500 : 400, "messages", "%s", err.msg);
+        int rc = marks && s->text.render_chat_marks
+                     ? s->text.render_chat_marks(s->text.ctx, req, rendered, rendered_len, marks, &err)
+                     : s->text.render_chat(s->text.ctx, req, rendered, rendered_len, &err);
+        if (rc) return hy_oai_error_set(e, err.code == HY_E_NOMEM ? 500 : 400, "messages", "%s", err.msg);
         if (s->text.encode(s->text.ctx, *rendered, *rendered_len, true, ids, n, &err))
             return hy_oai_error_set(e, 400, "messages", "cannot tokenize the prompt: %s", err.msg);
         return 0;
@@ -138,13 +169,15 @@ static void handle_generate(hy_server *s, hy_oai_kind kind, const hy_http_req *h
     size_t n_ids = 0;
     char *rendered = NULL;
     size_t rendered_len = 0;
+    hy_chat_marks marks = {0};
+    int32_t *split_at = NULL, *ckpt_at = NULL;
     if (req->model && strcmp(req->model, s->model_name)) {
         hy_oai_error_set(&e, 404, "model", "The model '%s' does not exist; this server serves '%s'", req->model,
                          s->model_name);
         snprintf(e.code, sizeof e.code, "model_not_found");
         goto fail;
     }
-    if (build_prompt(s, req, &ids, &n_ids, &rendered, &rendered_len, &e)) goto fail;
+    if (build_prompt(s, req, &ids, &n_ids, &rendered, &rendered_len, &marks, &e)) goto fail;
     if (n_ids == 0) {
         hy_oai_error_set(&e, 400, kind == HY_OAI_CHAT ? "messages" : "prompt", "the prompt is empty after tokenization");
         goto fail;
@@ -180,8 +213,22 @@ static void handle_generate(hy_server *s, hy_oai_kind kind, const hy_http_req *h
     gp.n_stop_ids = req->n_stop_ids;
     gp.ignore_eos = req->ignore_eos;
     gp.n_logprobs = req->logprobs ? req->top_logprobs : -1;
+    if (marks.n_split || marks.n_ckpt) { /* prefix-cache hints: message ends as token positions */
+        split_at = malloc(sizeof(int32_t) * (size_t)(marks.n_split + 1));
+        ckpt_at = malloc(sizeof(int32_t) * (size_t)(marks.n_ckpt + 1));
+        if (split_at && ckpt_at) {
+            gp.split_at = split_at;
+            gp.n_split_at = marks_to_tokens(s, rendered, rendered_len, ids, n_ids, marks.split, marks.n_split, split_at);
+            gp.checkpoint_at = ckpt_at;
+            gp.n_checkpoint_at = marks_to_tokens(s, rendered, rendered_len, ids, n_ids, marks.ckpt, marks.n_ckpt, ckpt_at);
+        }
+    }
     hy_err err = {0};
     int rc = hy_engine_submit(s->engine, &gp, &j->ereq, &err);
+    free(split_at);
+    free(ckpt_at);
+    split_at = ckpt_at = NULL;
+    hy_chat_marks_free(&marks);
     if (rc) {
         int status = rc == HY_E_NOMEM ? 429 : rc == HY_E_STATE ? 503 : rc == HY_E_RANGE || rc == HY_E_INVALID ? 400 : 500;
         hy_oai_error_set(&e, status, NULL, "%s", err.msg);
@@ -243,6 +290,9 @@ static void handle_generate(hy_server *s, hy_oai_kind kind, const hy_http_req *h
 fail:
     free(ids);
     free(rendered);
+    free(split_at);
+    free(ckpt_at);
+    hy_chat_marks_free(&marks);
     reply_error(resp, &e);
     hy_job_free(j);
 }
@@ -293,7 +343,7 @@ static void handle_tokenize(hy_server *s, const hy_http_req *hr, hy_http_resp *r
     size_t n;
     char *rendered;
     size_t rl;
-    if (build_prompt(s, &req, &ids, &n, &rendered, &rl, &e)) {
+    if (build_prompt(s, &req, &ids, &n, &rendered, &rl, NULL, &e)) {
         free(ids);
         free(rendered);
         hy_oai_request_release(&req);

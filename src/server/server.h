@@ -37,6 +37,19 @@ typedef struct hy_out_delta {
 
 typedef void (*hy_out_cb)(void *u, const hy_out_delta *d);
 
+/* Where a rendered chat prompt's messages end (byte offsets into the prompt,
+ * ascending, malloc'd): the prefix cache splits the prompt's computation at
+ * every message end and checkpoints at the last user-turn boundary and at the
+ * end of the history, so the next turn of the conversation resumes there. */
+typedef struct hy_chat_marks {
+    size_t *split;
+    int n_split;
+    size_t *ckpt;
+    int n_ckpt;
+} hy_chat_marks;
+
+void hy_chat_marks_free(hy_chat_marks *m);
+
 typedef struct hy_server_text {
     void *ctx;
     int vocab_size;          /* ids accepted in prompts / stop_token_ids */
@@ -56,6 +69,10 @@ typedef struct hy_server_text {
     void (*parser_feed)(void *p, const char *text, size_t len, hy_out_cb cb, void *u);
     void (*parser_finish)(void *p, hy_out_cb cb, void *u);
     void (*parser_free)(void *p);
+    /* Optional: render_chat that also reports the message ends (marks zeroed
+     * when the renderer has none). Preferred over render_chat when set. */
+    int (*render_chat_marks)(void *ctx, const hy_oai_request *req, char **prompt, size_t *len, hy_chat_marks *marks,
+                             hy_err *err);
 } hy_server_text;
 
 typedef struct hy_server_config {

@@ -50,8 +50,31 @@ static int tx_engine_bytes(void *ctx, int32_t id, const char **bytes, size_t *le
     return tx_token_bytes(ctx, id, bytes, len);
 }
 
+/* Message ends of a rendered prompt (see hy_chat_marks). */
+static int make_marks(const hy_chat_prompt *p, hy_chat_marks *m, hy_err *err) {
+    memset(m, 0, sizeof *m);
+    m->split = malloc(sizeof(size_t) * (p->n_messages + 1));
+    m->ckpt = malloc(sizeof(size_t) * 2);
+    if (!m->split || !m->ckpt) {
+        hy_chat_marks_free(m);
+        return hy_err_set(err, HY_E_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < p->n_messages; i++) {
+        size_t e = p->messages[i].end;
+        if (e == 0 || e >= p->len || (m->n_split && m->split[m->n_split - 1] >= e)) continue;
+        m->split[m->n_split++] = e;
+    }
+    if (p->last_query_index < p->n_messages) {
+        size_t e = p->messages[p->last_query_index].end;
+        if (e > 0 && e < p->len) m->ckpt[m->n_ckpt++] = e;
+    }
+    if (p->history_end > 0 && p->history_end < p->len && (!m->n_ckpt || m->ckpt[0] != p->history_end))
+        m->ckpt[m->n_ckpt++] = p->history_end;
+    return 0;
+}
+
 static int render(hy_textio *t, const json_t *messages, const json_t *tools, int enable_thinking, int preserve_thinking,
-                  char **prompt, size_t *len, hy_err *err) {
+                  char **prompt, size_t *len, hy_chat_marks *marks, hy_err *err) {
     hy_chat_render_opts o;
     hy_chat_render_opts_default(&o);
     o.tmpl = t->tmpl;
@@ -64,6 +87,10 @@ static int render(hy_textio *t, const json_t *messages, const json_t *tools, int
         hy_chat_prompt_free(&p);
         return hy_err_set(err, HY_E_INVALID, "images and videos are not supported by this text-only server");
     }
+    if (marks && (rc = make_marks(&p, marks, err))) {
+        hy_chat_prompt_free(&p);
+        return rc;
+    }
     *prompt = p.text; /* take ownership of the text */
     *len = p.len;
     p.text = NULL;
@@ -72,7 +99,13 @@ static int render(hy_textio *t, const json_t *messages, const json_t *tools, int
 }
 
 static int tx_render(void *ctx, const hy_oai_request *req, char **prompt, size_t *len, hy_err *err) {
-    return render(ctx, req->messages, req->tools, req->enable_thinking, req->preserve_thinking, prompt, len, err);
+    return render(ctx, req->messages, req->tools, req->enable_thinking, req->preserve_thinking, prompt, len, NULL, err);
+}
+
+static int tx_render_marks(void *ctx, const hy_oai_request *req, char **prompt, size_t *len, hy_chat_marks *marks,
+                           hy_err *err) {
+    return render(ctx, req->messages, req->tools, req->enable_thinking, req->preserve_thinking, prompt, len, marks,
+                  err);
 }
 
 /* Output parser: chat/parse.h takes its callback at creation, the server's
@@ -178,6 +211,7 @@ void hy_textio_server_text(hy_textio *t, hy_server_text *o) {
     o->decode = tx_decode;
     o->token_bytes = tx_token_bytes;
     o->render_chat = tx_render;
+    o->render_chat_marks = tx_render_marks;
     o->parser_create = tx_parser_create;
     o->parser_feed = tx_parser_feed;
     o->parser_finish = tx_parser_finish;
@@ -199,7 +233,7 @@ int hy_textio_render_user(hy_textio *t, const char *user_text, int enable_thinki
                           hy_err *err) {
     json_t *msgs = json_pack("[{s:s, s:s}]", "role", "user", "content", user_text);
     if (!msgs) return hy_err_set(err, HY_E_INVALID, "the prompt is not valid UTF-8");
-    int rc = render(t, msgs, NULL, enable_thinking, -1, prompt, len, err);
+    int rc = render(t, msgs, NULL, enable_thinking, -1, prompt, len, NULL, err);
     json_decref(msgs);
     return rc;
 }

@@ -84,8 +84,13 @@ static int fake_forward(void *ctx, hy_batch_item *items, int n, hy_err *err) {
 }
 
 static hy_engine_model fake_model_vtable(fake_model *m, int with_copy) {
-    hy_engine_model v = {m, FAKE_N_VOCAB, fake_seq_create, fake_seq_free, fake_seq_reset,
-                         with_copy ? fake_seq_copy : NULL, fake_forward};
+    hy_engine_model v = {.ctx = m,
+                         .n_vocab = FAKE_N_VOCAB,
+                         .seq_create = fake_seq_create,
+                         .seq_free = fake_seq_free,
+                         .seq_reset = fake_seq_reset,
+                         .seq_copy = with_copy ? fake_seq_copy : NULL,
+                         .forward = fake_forward};
     return v;
 }
 
