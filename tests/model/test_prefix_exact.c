@@ -32,6 +32,20 @@
 #define MAX_GEN 64
 #define MAX_LEN 2048
 
+/* Under sanitizers (unoptimised, ~50x slower) every workload is scaled down
+ * (shorter prompts, fewer requests); the normal build runs the full sizes. */
+#if defined(__SANITIZE_ADDRESS__)
+#define LIGHT 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LIGHT 1
+#endif
+#endif
+#ifndef LIGHT
+#define LIGHT 0
+#endif
+#define SZ(full, light) (LIGHT ? (light) : (full))
+
 static hy_model *g_model;
 
 /* ---------------------------------------------------------------- recorder */
@@ -119,7 +133,7 @@ static void runner_start(runner *R, bool cache, const budget *b) {
     c.max_model_len = MAX_LEN;
     c.prefill_chunk = 64;
     c.max_batch_tokens = 256;
-    c.checkpoint_interval = 128;
+    c.checkpoint_interval = SZ(128, 48);
     c.prefix_cache = cache;
     if (b) {
         c.prefix_kv_bytes = b->kv;
@@ -263,12 +277,12 @@ static void spec_free(req_spec *q, int n) {
 
 /* (a) + (b): a 300-token prompt twice, then extended by 1, 17, 64, 700. */
 static int build_extend(req_spec *q) {
-    static const int ext[] = {0, 0, 1, 17, 64, 700};
+    static const int ext[] = {0, 0, 1, 17, 64, SZ(700, 120)};
     int32_t base[1000];
     for (int i = 0; i < 1000; i++) base[i] = rnd_tok();
     for (int i = 0; i < 6; i++) {
         memset(&q[i], 0, sizeof q[i]);
-        q[i].n = 300 + ext[i];
+        q[i].n = SZ(300, 100) + ext[i];
         q[i].prompt = malloc(sizeof(int32_t) * (size_t)q[i].n);
         memcpy(q[i].prompt, base, sizeof(int32_t) * (size_t)q[i].n);
         q[i].max_tokens = 8;
@@ -322,7 +336,7 @@ static void run_chat(runner *R, req_spec *q, outcome *o, uint32_t seed) {
     for (int i = 0; i < 37; i++) content[i] = rnd_tok();
     chat_msg(&c, R_SYS, content, 37);
     for (int turn = 0; turn < 4; turn++) {
-        int len = 60 + rnd_int(300);
+        int len = SZ(60, 20) + rnd_int(SZ(300, 40));
         for (int i = 0; i < len; i++) content[i] = rnd_tok();
         chat_msg(&c, R_USER, content, len);
         chat_spec(&c, &q[turn], 200 + (uint64_t)turn);
@@ -404,7 +418,7 @@ static void test_exact_concurrent_shared(void **st) {
     req_spec q[N];
     for (int i = 0; i < N; i++) {
         memset(&q[i], 0, sizeof q[i]);
-        int shared = i == 0 ? 420 : 300 + rnd_int(200), own = 1 + rnd_int(90);
+        int shared = i == 0 ? SZ(420, 140) : SZ(300, 100) + rnd_int(SZ(200, 60)), own = 1 + rnd_int(SZ(90, 20));
         q[i].n = shared + own;
         q[i].prompt = malloc(sizeof(int32_t) * (size_t)q[i].n);
         memcpy(q[i].prompt, pre, sizeof(int32_t) * (size_t)shared);
@@ -436,16 +450,17 @@ static void test_exact_concurrent_shared(void **st) {
 static void test_isolation_cancel(void **st) {
     (void)st;
     g_rng = 999;
+    enum { PRE = SZ(400, 100) };
     int32_t pre[400];
-    for (int i = 0; i < 400; i++) pre[i] = rnd_tok();
+    for (int i = 0; i < PRE; i++) pre[i] = rnd_tok();
     enum { N = 16 };
     req_spec q[2 * N];
     for (int i = 0; i < 2 * N; i++) {
         memset(&q[i], 0, sizeof q[i]);
-        q[i].n = 400 + 5 + rnd_int(40);
+        q[i].n = PRE + 5 + rnd_int(40);
         q[i].prompt = malloc(sizeof(int32_t) * (size_t)q[i].n);
-        memcpy(q[i].prompt, pre, sizeof pre);
-        for (int k = 400; k < q[i].n; k++) q[i].prompt[k] = rnd_tok();
+        memcpy(q[i].prompt, pre, sizeof(int32_t) * PRE);
+        for (int k = PRE; k < q[i].n; k++) q[i].prompt[k] = rnd_tok();
         q[i].max_tokens = 20;
         q[i].tag = 400 + (uint64_t)i;
     }
@@ -476,8 +491,8 @@ static void test_isolation_cancel(void **st) {
         for (int i = 0; i < N; i++) collect(rs[i], &oo[wave * N + i]);
     }
     int hits = 0;
-    for (int i = N; i < 2 * N; i++) hits += oo[i].cached >= 384;
-    printf("isolation: second wave %d of %d requests reused >= 384 tokens\n", hits, N);
+    for (int i = N; i < 2 * N; i++) hits += oo[i].cached >= PRE / 16 * 16 - 16;
+    printf("isolation: second wave %d of %d requests reused >= %d tokens\n", hits, N, PRE / 16 * 16 - 16);
     assert_true(hits == N);
     assert_int_equal(compare(&on, &off, q, oo, of, 2 * N, skip), 0);
     runner_stop(&on);
@@ -491,13 +506,13 @@ static void test_isolation_cancel(void **st) {
 static void test_property_random(void **st) {
     (void)st;
     g_rng = 2024;
-    enum { N = 200, NB = 2, BL = 300 };
+    enum { N = SZ(200, 30), NB = 2, BL = SZ(300, 100) };
     int32_t base[NB][BL];
     for (int b = 0; b < NB; b++)
         for (int i = 0; i < BL; i++) base[b][i] = rnd_tok();
     req_spec *q = calloc(N, sizeof *q);
     for (int i = 0; i < N; i++) {
-        int b = rnd_int(NB), shared = 1 + rnd_int(BL), own = rnd_int(60);
+        int b = rnd_int(NB), shared = 1 + rnd_int(BL), own = rnd_int(SZ(60, 30));
         if (shared + own < 2) own = 1;
         q[i].n = shared + own;
         q[i].prompt = malloc(sizeof(int32_t) * (size_t)q[i].n);
@@ -517,7 +532,7 @@ static void test_property_random(void **st) {
     outcome *oo = calloc(N, sizeof *oo), *of = calloc(N, sizeof *of);
     runner_start(&off, false, NULL);
     run(&off, q, N, NULL, 0, of);
-    budget small = {200 * 16 * 1024, 40 * 175 * 1024}; /* 200 blocks, ~40 checkpoints */
+    budget small = {SZ(200, 40) * 16 * 1024, SZ(40, 8) * 175 * 1024}; /* 200 blocks, ~40 checkpoints */
     runner_start(&on, true, &small);
     run(&on, q, N, waves, N, oo);
     int hits = 0;
@@ -530,7 +545,7 @@ static void test_property_random(void **st) {
     hy_engine_get_stats(on.e, &es);
     printf("property: %d of %d requests hit, %ld tokens reused; evictions: %llu checkpoints, %llu blocks\n", hits, N,
            reused, (unsigned long long)es.pc.checkpoint_evictions, (unsigned long long)es.pc.block_evictions);
-    assert_true(hits >= N / 5); /* hints of three kinds split the population: not every prefix is shareable */
+    assert_true(hits >= SZ(N / 5, 1)); /* hints of three kinds split the population: not every prefix is shareable */
     assert_true(es.pc.checkpoint_evictions > 0);
     assert_int_equal(compare(&on, &off, q, oo, of, N, NULL), 0);
     runner_stop(&on);
