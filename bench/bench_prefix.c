@@ -177,7 +177,7 @@ int main(int argc, char **argv) {
     const char *model_dir = getenv("HYLA_BENCH_MODEL");
     int turns = 4, turn_tokens = 2048, reply = 8, first_tokens = -1;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* --option value pairs */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v) {
             fprintf(stderr, "bench_prefix: %s needs a value\n", a);
@@ -194,7 +194,6 @@ int main(int argc, char **argv) {
                             "[--threads N]\n");
             return 2;
         }
-        i++;
     }
     if (first_tokens < 0) first_tokens = turn_tokens;
     if (turns < 1 || turns > 64 || turn_tokens < 1 || first_tokens < 1 || reply < 1 || reply > 64 || threads < 1) {
