@@ -27,6 +27,8 @@
  *   Float formats: the summation order is the kernel's, but each kernel uses ONE order per
  *   (output, token) that depends only on the number of columns: never on T, on the row range,
  *   or on the thread, so results are bit-identical across thread counts and batch sizes.
+ *   (HY_ACT_BF16 on AVX-512 BF16 has its own order, one fp32 chain of vdpbf16ps steps over
+ *   the column pairs: kernels/cpu/matmul_gemm.inc. It too depends on the column count only.)
  *
  * Threading: a call computes rows [o0, o1) for all T tokens and touches only those outputs
  * and its own scratch (hy_matmul_scratch_bytes, one buffer per thread). Callers split rows;

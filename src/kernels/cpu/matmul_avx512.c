@@ -2,7 +2,8 @@
  * AVX-512 instance of the matmul kernels (template: matmul_simd.inc). Compiled for the avx512
  * tier only by target pragmas; hy_matmul_avx512() must only be called after
  * kernels/cpu/dispatch.c checked the CPU. 16 fp32 lanes, 32 registers: float tiles of 4 rows x
- * 6 tokens (24 accumulators), bf16 pairs through vdpbf16ps, int8 through vpdpbusd with the
+ * 6 tokens (24 accumulators) with fp32 activations, the bf16-activation GEMM of
+ * matmul_gemm.inc (vdpbf16ps), int8 through vpdpbusd with the
  * weights unsigned (zero point 128 for Q8, 8 for Q4) in tiles of 64 rows x 2 tokens (measured
  * faster on Zen 4 than 32 x 4, 32 x 3, 16 x 6 or 64 x 3).
  */
@@ -24,7 +25,6 @@
 typedef __m512 vf;
 typedef __mmask16 vm;
 typedef __m512i vi;
-typedef __m512bh vb;
 #define VL 16
 #define RV 16
 #define MM_MR 4
@@ -73,26 +73,6 @@ static inline vf vf_from_fp8(__m128i b) {
 static inline vf vf_load_fp8(const uint8_t *p) { return vf_from_fp8(_mm_loadu_si128((const __m128i *)p)); }
 static inline vf vf_load_fp8m(const uint8_t *p, int n) { return vf_from_fp8(_mm_maskz_loadu_epi8(vm_first(n), p)); }
 static inline vf vf_round_bf16(vf v) { return vf_from_bf16((__m256i)_mm512_cvtneps_pbh(v)); }
-
-static inline vb vb_load(const uint16_t *p) { return (vb)_mm512_loadu_si512(p); }
-static inline vb vb_loadm(const uint16_t *p, int n) {
-    return (vb)_mm512_maskz_loadu_epi16(n >= 32 ? 0xffffffffu : ((1u << n) - 1u), p);
-}
-static inline vf vf_dpbf16(vf acc, vb a, vb b) { return _mm512_dpbf16_ps(acc, a, b); }
-/* n fp32 -> bf16 (round to nearest even); dst may alias src (it trails the reads). */
-static void vb_pack_row(uint16_t *dst, const float *src, int n) {
-    int k = 0;
-    for (; k + 32 <= n; k += 32) {
-        const __m512 lo = _mm512_loadu_ps(src + k), hi = _mm512_loadu_ps(src + k + 16);
-        _mm512_storeu_si512(dst + k, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-    }
-    if (k < n) {
-        const int r = n - k;
-        const __m512 lo = _mm512_maskz_loadu_ps(vm_first(r), src + k);
-        const __m512 hi = _mm512_maskz_loadu_ps(vm_first(r > 16 ? r - 16 : 0), src + k + 16);
-        _mm512_mask_storeu_epi16(dst + k, (1u << r) - 1u, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-    }
-}
 
 static inline vi vi_load(const void *p) { return _mm512_loadu_si512(p); }
 static inline vi vi_set1(int32_t v) { return _mm512_set1_epi32(v); }

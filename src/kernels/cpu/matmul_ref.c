@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/fp.h"
+#include "kernels/cpu/matmul_blk.h"
 
 #include <math.h>
 #include <string.h>
@@ -41,6 +42,7 @@ size_t hy_matmul_scratch_bytes(int max_cols) {
     size_t ref = ALIGN_UP(Kp * sizeof(float), 64) + ALIGN_UP(Kp + 8 * G, 64); /* reference: one row + one token */
     size_t n = q > ref ? q : ref;
     if (n < SCRATCH_F_BYTES) n = SCRATCH_F_BYTES;
+    if (n < hy_mg_scratch_bytes(max_cols)) n = hy_mg_scratch_bytes(max_cols);
     return ALIGN_UP(n, 64);
 }
 
