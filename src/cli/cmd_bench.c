@@ -21,6 +21,8 @@
  * Each figure is given on elapsed time (t/s) and on CPU time (t/s cpu = tokens / (process CPU
  * time / threads), bandwidth on the slowest thread's CPU time): when other processes take the
  * cores the CPU-time figures still describe what the code does while it runs.
+ * pp rows name the activations their matmuls used ("act f32", "act bf16" with --fast-prefill,
+ * "act mixed" when the last prefill chunk is too short for bf16; csv column act).
  * Every run checks that its last logits are finite. Timings are printed, never asserted.
  */
 #include "base/alloc.h"
@@ -29,6 +31,7 @@
 #include "base/threadpool.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
+#include "kernels/matmul.h"
 #include "model/forward.h"
 
 #include <math.h>
@@ -126,8 +129,8 @@ typedef struct bench {
     hy_threadpool *bw_tp;
     float *bw_buf;
     size_t bw_floats;
-    int threads, reps;
-    bool csv;
+    int threads, reps, chunk;
+    bool csv, fast_prefill;
     hy_fwd_costs costs;
     bool all_finite;
 } bench;
@@ -157,7 +160,7 @@ static int run_test(bench *b, bool pp, int n, double *wall, double *cpu, hy_err 
 static void print_header(const bench *b) {
     if (b->csv) {
         printf("test,depth,tokens,reps,tps,tps_sd,tps_cpu,tps_cpu_sd,weights_bytes_per_tok,state_bytes_per_tok,"
-               "bw_gbs,bw_cpu_gbs,bw_frac,bw_frac_sd,bw_frac_state,bw_frac_cpu,gflops,gflops_cpu,finite\n");
+               "bw_gbs,bw_cpu_gbs,bw_frac,bw_frac_sd,bw_frac_state,bw_frac_cpu,gflops,gflops_cpu,finite,act\n");
         return;
     }
     printf("| %-14s | %17s | %9s | %8s | %8s | %7s | %13s | %6s | %8s | %8s | %8s |\n", "test", "t/s", "t/s cpu",
@@ -210,9 +213,15 @@ static int bench_test(bench *b, bool pp, int n, bool warmup, hy_err *err) {
     stats(bww, R, &m_bw, &s_bw);
     stats(bwc, R, &m_bwc, &s_bwc);
     const double gf = flops / n * m_tps / 1e9, gfc = flops / n * m_tpsc / 1e9;
-    char name[48];
-    if (b->depth) snprintf(name, sizeof name, "%s%d @ d%d", pp ? "pp" : "tg", n, b->depth);
-    else snprintf(name, sizeof name, "%s%d", pp ? "pp" : "tg", n);
+    /* activations of the run's matmuls: bf16 with --fast-prefill for prefill steps of at least
+     * HY_MATMUL_GEMM_MIN_T tokens (kernels/matmul.h), fp32 otherwise ("mixed": a last chunk
+     * shorter than that) */
+    const char *act = "f32";
+    if (pp && b->fast_prefill && n >= HY_MATMUL_GEMM_MIN_T)
+        act = b->chunk > 0 && n % b->chunk && n % b->chunk < HY_MATMUL_GEMM_MIN_T ? "mixed" : "bf16";
+    char name[64];
+    if (b->depth) snprintf(name, sizeof name, "%s%d @ d%d%s%s", pp ? "pp" : "tg", n, b->depth, pp ? " act " : "", pp ? act : "");
+    else snprintf(name, sizeof name, "%s%d%s%s", pp ? "pp" : "tg", n, pp ? " act " : "", pp ? act : "");
     if (b->csv) {
         printf("%s%d,%d,%d,%d,%.4f,%.4f,%.4f,%.4f,", pp ? "pp" : "tg", n, b->depth, n, R, m_tps, s_tps, m_tpsc,
                s_tpsc);
@@ -220,7 +229,7 @@ static int bench_test(bench *b, bool pp, int n, bool warmup, hy_err *err) {
         else
             printf("%.0f,%.0f,%.3f,%.3f,%.5f,%.5f,%.5f,%.5f,", (double)k->decode_weight_bytes, state_per_tok, m_bw,
                    m_bwc, m_f, s_f, m_fs, m_fc);
-        printf("%.3f,%.3f,%d\n", gf, gfc, b->all_finite ? 1 : 0);
+        printf("%.3f,%.3f,%d,%s\n", gf, gfc, b->all_finite ? 1 : 0, act);
     } else if (pp) {
         printf("| %-14s | %9.2f ± %5.2f | %9.2f | %8s | %8s | %7s | %13s | %6s | %8s | %8.1f | %8.1f |\n", name, m_tps,
                s_tps, m_tpsc, "-", "-", "-", "-", "-", "-", gf, gfc);
@@ -318,11 +327,13 @@ HY_CMD(bench) {
     b.threads = threads;
     b.reps = reps;
     b.csv = !strcmp(fmt, "csv");
+    b.fast_prefill = fast_prefill;
     b.all_finite = true;
     int32_t *ids = NULL;
     if (hy_model_load(&m, dir, &err)) goto fail;
     b.m = m;
     if (chunk == 0) chunk = HY_DEFAULT_MAX_CHUNK;
+    b.chunk = chunk;
     hy_ctx_opts o = {.n_threads = threads, .max_chunk = chunk, .isa = isa, .weights = (hy_wreq)wreq,
                      .quant_flags = quant_flags, .fast_prefill = fast_prefill};
     if (hy_ctx_create(&b.ctx, m, &o, &err) || hy_seq_create(&b.seq, m, (int)cap, &err)) goto fail;
