@@ -1,8 +1,8 @@
 /* kernels/matmul: every SIMD tier this machine runs against the scalar reference, for every
  * weight format (f32, bf16, f16, fp8 with block scales, q8, q4) and both activation modes, on
  * randomised shapes with odd row/column counts (tails of every vector width), T = 1, 2, 3, 7,
- * 9, 32 (GEMV tiles with fp32 activations, GEMM with bf16), 64, 65, 300, split row ranges
- * and accumulation.
+ * 9, 32 (GEMV tiles with fp32 activations, GEMM with bf16), 64, 65, 300, 600 (more tokens
+ * than one block of the bf16 GEMM), split row ranges and accumulation.
  *
  * Tolerances:
  *  - float formats: |y - y_ref| <= (ceil(K/8) + 8) · 2^-23 · Σ_k |w_k x_k| per output (both
@@ -248,7 +248,7 @@ static void test_formats(void **st) {
     static const struct { int rows, cols; } shapes[] = {
         {1, 1}, {3, 7}, {5, 16}, {17, 33}, {16, 64}, {37, 200}, {33, 129}, {70, 511}, {48, 1000}, {19, 1537},
     };
-    static const int Ts[] = {1, 2, 3, 7, 9, 32, 64, 65, 300};
+    static const int Ts[] = {1, 2, 3, 7, 9, 32, 64, 65, 300, 600}; /* 600: two token blocks of the bf16 GEMM */
     stats S;
     memset(&S, 0, sizeof S);
     uint64_t seed = 1;
