@@ -77,6 +77,11 @@ void hy_gdn_gates(int T, int Hv, const float *a, const float *b, const float *A_
 /* In-place L2 normalisation of n vectors of length dim (x / sqrt(sum x^2 + 1e-6)) times scale. */
 void hy_l2norm_scale(float *x, int n, int dim, float scale);
 
+/* g[i] = silu(g[i]) · u[i] for i < n (the MLP's SwiGLU; the same exp as conv_silu). Every
+ * element goes through the same code whatever its position, so results do not depend on how
+ * callers split a row. */
+void hy_silu_mul(int n, float *g, const float *u);
+
 /* The GDN kernels of one ISA, same contracts as the scalar functions above (which form the
  * "ref" table). Resolved once by the caller (kernels/cpu/dispatch.h) and then called through. */
 typedef struct hy_gdn_ops {
@@ -95,6 +100,7 @@ typedef struct hy_gdn_ops {
     void (*gates)(int T, int Hv, const float *a, const float *b, const float *A_log, const float *dt_bias,
                   float *g, float *beta);
     void (*l2norm_scale)(float *x, int n, int dim, float scale);
+    void (*silu_mul)(int n, float *g, const float *u);
 } hy_gdn_ops;
 
 /* The table of one ISA, or NULL when this build has no such variant (non-x86 builds). Does NOT

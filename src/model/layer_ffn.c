@@ -1,7 +1,8 @@
 /*
  * Post-attention RMSNorm (1+w) and SwiGLU MLP (spec §3.2, §3.4), run by every
  * thread of a step job. A thread computes the same rows of gate_proj and
- * up_proj, so it can form silu(gate)*up for its rows without a barrier.
+ * up_proj, so it can form silu(gate)*up for its rows without a barrier (the
+ * tier's vector silu_mul, kernels/gdn.h).
  *
  *   phase 1  post_attention_layernorm          tokens split
  *   phase 2  gate/up projections + silu*mul    rows split
@@ -24,11 +25,7 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
     if (o1 > o0) {
         hy_fwd_matmul_rows(c, &lw->gate_proj, T, c->xn, D, c->f_gate, F, o0, o1, false, ith);
         hy_fwd_matmul_rows(c, &lw->up_proj, T, c->xn, D, c->f_up, F, o0, o1, false, ith);
-        for (int t = 0; t < T; t++) {
-            float *g = c->f_gate + t * F;
-            const float *u = c->f_up + t * F;
-            for (int o = o0; o < o1; o++) g[o] = hy_siluf(g[o]) * u[o];
-        }
+        for (int t = 0; t < T; t++) c->gdn->silu_mul(o1 - o0, c->f_gate + t * F + o0, c->f_up + t * F + o0);
     }
     hy_threadpool_barrier(c->tp);
 

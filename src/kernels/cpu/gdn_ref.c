@@ -264,6 +264,10 @@ void hy_l2norm_scale(float *x, int n, int dim, float scale) {
     }
 }
 
+void hy_silu_mul(int n, float *g, const float *u) {
+    for (int i = 0; i < n; i++) g[i] = gdn_silu(g[i]) * u[i];
+}
+
 static const hy_gdn_ops k_gdn_ref = {
     .name = "ref",
     .recurrent = hy_gdn_recurrent,
@@ -273,6 +277,7 @@ static const hy_gdn_ops k_gdn_ref = {
     .conv_silu = hy_gdn_conv_silu,
     .gates = hy_gdn_gates,
     .l2norm_scale = hy_l2norm_scale,
+    .silu_mul = hy_silu_mul,
 };
 
 const hy_gdn_ops *hy_gdn_ops_ref(void) { return &k_gdn_ref; }
