@@ -42,6 +42,8 @@
  *      bf16 act: top-1 >= 0.995, KL <= 1e-5; q8 sel >= 0.985, <= 1.5e-4; q8 all >= 0.985,
  *      <= 2e-4; fp8 sel >= 0.98, <= 1e-3; fp8 all >= 0.97, <= 1.5e-3; q4 sel >= 0.94, <= 0.01;
  *      q4 all >= 0.925, <= 0.013.
+ *    (Under sanitizers: prompts <= 200 tokens and every third quality prompt, 1355 positions;
+ *    same bounds, measured q8 sel 0.9882, fp8 all 0.9764.)
  * The random fixtures above cannot show the goal (their flat distributions flip on any noise).
  *
  * Official-layout FP8 checkpoint (hyla random-model --dtype fp8): loads, runs in place with
@@ -76,6 +78,9 @@
 #endif
 #ifndef MAX_T
 #define MAX_T 100000
+#define Q_STRIDE 1
+#else
+#define Q_STRIDE 3 /* sanitizers: every third "quality_prompts" entry (memory checking, not statistics) */
 #endif
 
 typedef struct cfg {
@@ -166,7 +171,7 @@ static prompt_set fixture_prompts(const char *name) {
     static const char *const keys[] = {"prompts", "quality_prompts"};
     for (int k = 0; k < 2; k++) {
         json_t *prompts = json_object_get(man, keys[k]);
-        for (size_t pi = 0; pi < json_array_size(prompts) && ps.n < 32; pi++) {
+        for (size_t pi = 0; pi < json_array_size(prompts) && ps.n < 32; pi += k ? Q_STRIDE : 1) {
             int n;
             int32_t *ids = json_ids(json_object_get(json_array_get(prompts, pi), "ids"), &n);
             if (n > MAX_T || n < 1) {
