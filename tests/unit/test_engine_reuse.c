@@ -333,7 +333,8 @@ static void test_property(void **st) {
             if (n + add + 64 > MAXP) n = 5; /* keep it bounded: restart */
             for (int t = 0; t < add; t++) prompts[r][n++] = RND(250);
             bool sample = RND(3) == 0;
-            q[r] = (spec){prompts[r], n, 1 + (RND(4) == 0), 1 + RND(24), 1000 + (uint64_t)r, sample};
+            int nc = 1 + (RND(4) == 0), mt = 1 + RND(24);
+            q[r] = (spec){prompts[r], n, nc, mt, 1000 + (uint64_t)r, sample};
             rs[k] = submit(e, &q[r]);
             if (RND(8) == 0) {
                 hy_request_cancel(rs[k]);
