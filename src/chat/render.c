@@ -33,10 +33,19 @@ typedef struct msg {
     size_t n_calls;
 } msg;
 
+/* Sorted [start, end) byte ranges, stored as pairs; adjacent ranges merge. */
+typedef struct rangev {
+    size_t *v;
+    size_t n, cap; /* ranges */
+    int oom;
+} rangev;
+
 typedef struct rctx {
     const hy_chat_render_opts *o;
     hy_chat_buf out;
     hy_chat_buf tmp; /* scratch for render_content */
+    rangev markup;     /* template text in out (see hy_chat_prompt.markup) */
+    rangev tmp_markup; /* template text in tmp (media placeholders) */
     hy_err *err;
     size_t image_count, video_count;
 } rctx;
@@ -57,8 +66,54 @@ static const char TOOLS_TAIL[] =
 /* raise_exception(msg): the message is the template's text, verbatim. */
 static int raise(rctx *c, const char *m) { return hy_err_set(c->err, HY_E_INVALID, "%s", m); }
 
-static void put(rctx *c, const char *s) { hy_chat_buf_puts(&c->out, s); }
+static void range_add(rangev *r, size_t a, size_t b) {
+    if (a >= b) return;
+    if (r->n && r->v[2 * r->n - 1] == a) {
+        r->v[2 * r->n - 1] = b;
+        return;
+    }
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 16;
+        size_t *v = realloc(r->v, sizeof(size_t) * 2 * cap);
+        if (!v) {
+            r->oom = 1;
+            return;
+        }
+        r->v = v;
+        r->cap = cap;
+    }
+    r->v[2 * r->n] = a;
+    r->v[2 * r->n + 1] = b;
+    r->n++;
+}
+
+/* Template text: the only way the renderer writes its own literals, so everything else in the
+ * prompt (request strings, tool JSON) is known to come from the request. */
+static void put(rctx *c, const char *s) {
+    size_t a = c->out.len;
+    hy_chat_buf_puts(&c->out, s);
+    range_add(&c->markup, a, c->out.len);
+}
+/* Request text. */
 static void putn(rctx *c, const char *s, size_t n) { hy_chat_buf_put(&c->out, s, n); }
+/* n bytes of rendered content whose first byte is at offset off of c->tmp (s holds the same
+ * bytes, possibly a copy): request text, except the template's placeholders inside it. */
+static void put_tmp(rctx *c, size_t off, const char *s, size_t n) {
+    size_t base = c->out.len;
+    hy_chat_buf_put(&c->out, s, n);
+    for (size_t i = 0; i < c->tmp_markup.n; i++) {
+        size_t a = c->tmp_markup.v[2 * i], b = c->tmp_markup.v[2 * i + 1];
+        if (a < off) a = off;
+        if (b > off + n) b = off + n;
+        if (a < b) range_add(&c->markup, base + a - off, base + b - off);
+    }
+}
+/* Template text inside rendered content (c->tmp). */
+static void tmp_puts(rctx *c, const char *s) {
+    size_t a = c->tmp.len;
+    hy_chat_buf_puts(&c->tmp, s);
+    range_add(&c->tmp_markup, a, c->tmp.len);
+}
 
 static int str_eq(const json_t *v, const char *s) {
     return json_is_string(v) && json_string_length(v) == strlen(s) && !memcmp(json_string_value(v), s, strlen(s));
@@ -110,18 +165,18 @@ static int render_content(rctx *c, const json_t *content, int do_vision_count, i
             if (c->o->add_vision_id) {
                 char t[48];
                 snprintf(t, sizeof t, "Picture %zu: ", c->image_count);
-                hy_chat_buf_puts(b, t);
+                tmp_puts(c, t);
             }
-            hy_chat_buf_puts(b, "<|vision_start|><|image_pad|><|vision_end|>");
+            tmp_puts(c, "<|vision_start|><|image_pad|><|vision_end|>");
         } else if (py_in(item, "video") || str_eq(attr(item, "type"), "video")) {
             if (is_system) return raise(c, "System message cannot contain videos.");
             if (do_vision_count) c->video_count++;
             if (c->o->add_vision_id) {
                 char t[48];
                 snprintf(t, sizeof t, "Video %zu: ", c->video_count);
-                hy_chat_buf_puts(b, t);
+                tmp_puts(c, t);
             }
-            hy_chat_buf_puts(b, "<|vision_start|><|video_pad|><|vision_end|>");
+            tmp_puts(c, "<|vision_start|><|video_pad|><|vision_end|>");
         } else if (py_in(item, "text")) {
             const json_t *t = attr(item, "text"); /* undefined prints as '' */
             if (t) hy_pyjson_str(b, t);
@@ -134,8 +189,9 @@ static int render_content(rctx *c, const json_t *content, int do_vision_count, i
 
 /* render_content(...)|trim: leaves the trimmed text in c->tmp (p, n). */
 static int content_trimmed(rctx *c, const json_t *content, int do_vision_count, int is_system,
-                           const char **p, size_t *n) {
+                           const char **p, size_t *n, size_t *off) {
     hy_chat_buf_truncate(&c->tmp, 0);
+    c->tmp_markup.n = 0;
     int rc = render_content(c, content, do_vision_count, is_system);
     if (rc) return rc;
     if (c->tmp.oom) return HY_E_NOMEM;
@@ -143,6 +199,7 @@ static int content_trimmed(rctx *c, const json_t *content, int do_vision_count, 
     hy_py_strip(c->tmp.p ? c->tmp.p : "", c->tmp.len, &b, &e);
     *p = (c->tmp.p ? c->tmp.p : "") + b;
     *n = e - b;
+    if (off) *off = b;
     return 0;
 }
 
@@ -250,7 +307,7 @@ static int load_msgs(rctx *c, const json_t *messages, msg *ms, size_t n) {
 static int render_system(rctx *c, const json_t *tools, const msg *ms, hy_chat_span *span0) {
     int first_is_system = ms[0].role == ROLE_SYSTEM;
     const char *s;
-    size_t n;
+    size_t n, off;
     if (tools && json_array_size(tools)) {
         put(c, "<|im_start|>system\n");
         put(c, TOOLS_HEAD);
@@ -261,19 +318,19 @@ static int render_system(rctx *c, const json_t *tools, const msg *ms, hy_chat_sp
         }
         put(c, TOOLS_TAIL);
         if (first_is_system) {
-            int rc = content_trimmed(c, ms[0].content, 0, 1, &s, &n);
+            int rc = content_trimmed(c, ms[0].content, 0, 1, &s, &n, &off);
             if (rc) return rc;
             if (n) {
                 put(c, "\n\n");
-                putn(c, s, n);
+                put_tmp(c, off, s, n);
             }
         }
         put(c, "<|im_end|>\n");
     } else if (first_is_system) {
-        int rc = content_trimmed(c, ms[0].content, 0, 1, &s, &n);
+        int rc = content_trimmed(c, ms[0].content, 0, 1, &s, &n, &off);
         if (rc) return rc;
         put(c, "<|im_start|>system\n");
-        putn(c, s, n);
+        put_tmp(c, off, s, n);
         put(c, "<|im_end|>\n");
     }
     if (first_is_system) span0->end = c->out.len;
@@ -286,7 +343,7 @@ static int find_last_query(rctx *c, const msg *ms, size_t n, size_t *last) {
         if (ms[k].role != ROLE_USER) continue;
         const char *s;
         size_t len;
-        int rc = content_trimmed(c, ms[k].content, 0, 0, &s, &len);
+        int rc = content_trimmed(c, ms[k].content, 0, 0, &s, &len, NULL);
         if (rc) return rc;
         if (!(starts_with(s, len, "<tool_response>") && ends_with(s, len, "</tool_response>"))) {
             *last = k;
@@ -347,7 +404,8 @@ static int render_tool_calls(rctx *c, const msg *m, size_t mi, const char *conte
     return 0;
 }
 
-static int render_assistant(rctx *c, const msg *m, size_t i, size_t last_query, const char *content, size_t n) {
+static int render_assistant(rctx *c, const msg *m, size_t i, size_t last_query, const char *content, size_t n,
+                            size_t tmp_off) {
     /* content lives in c->tmp; copy it since reasoning extraction may rewrite it */
     char *own = malloc(n + 1);
     if (!own) return HY_E_NOMEM;
@@ -355,6 +413,8 @@ static int render_assistant(rctx *c, const msg *m, size_t i, size_t last_query, 
     own[n] = 0;
     const char *cs = own, *rs = "";
     size_t cn = n, rn = 0;
+    /* own[k] is c->tmp byte tmp_off + k */
+    int rs_in_own = 0;
     if (json_is_string(m->reasoning)) {
         rs = json_string_value(m->reasoning);
         rn = json_string_length(m->reasoning);
@@ -369,6 +429,7 @@ static int render_assistant(rctx *c, const msg *m, size_t i, size_t last_query, 
         while (start < head && own[start] == '\n') start++;
         rs = own + start;
         rn = head - start;
+        rs_in_own = 1;
         /* content = content.split('</think>')[-1].lstrip('\n') */
         size_t tail = 0;
         for (const char *p = own; (p = memmem_s(p, n - (size_t)(p - own), "</think>", 8)); p += 8)
@@ -382,12 +443,13 @@ static int render_assistant(rctx *c, const msg *m, size_t i, size_t last_query, 
     int keep_think = i > last_query || (c->o->tmpl == HY_CHAT_TEMPLATE_QWEN3_6 && c->o->preserve_thinking == 1);
     if (keep_think) {
         put(c, "<|im_start|>assistant\n<think>\n");
-        putn(c, rs + rb, re - rb);
+        if (rs_in_own) put_tmp(c, tmp_off + (size_t)(rs + rb - own), rs + rb, re - rb);
+        else putn(c, rs + rb, re - rb);
         put(c, "\n</think>\n\n");
     } else {
         put(c, "<|im_start|>assistant\n");
     }
-    putn(c, cs, cn);
+    put_tmp(c, tmp_off + (size_t)(cs - own), cs, cn);
     int rc = render_tool_calls(c, m, i, cs, cn);
     free(own);
     if (rc) return rc;
@@ -401,7 +463,8 @@ static int render_messages(rctx *c, const msg *ms, size_t n, size_t last_query, 
         size_t start = c->out.len;
         const char *s;
         size_t len;
-        int rc = content_trimmed(c, m->content, 1, 0, &s, &len);
+        size_t off;
+        int rc = content_trimmed(c, m->content, 1, 0, &s, &len, &off);
         if (rc) return rc;
         switch (m->role) {
         case ROLE_SYSTEM:
@@ -409,17 +472,17 @@ static int render_messages(rctx *c, const msg *ms, size_t n, size_t last_query, 
             continue; /* rendered before the loop; keep its span */
         case ROLE_USER:
             put(c, "<|im_start|>user\n");
-            putn(c, s, len);
+            put_tmp(c, off, s, len);
             put(c, "<|im_end|>\n");
             break;
         case ROLE_ASSISTANT:
-            rc = render_assistant(c, m, i, last_query, s, len);
+            rc = render_assistant(c, m, i, last_query, s, len, off);
             if (rc) return rc;
             break;
         case ROLE_TOOL:
             if (i > 0 && ms[i - 1].role != ROLE_TOOL) put(c, "<|im_start|>user");
             put(c, "\n<tool_response>\n");
-            putn(c, s, len);
+            put_tmp(c, off, s, len);
             put(c, "\n</tool_response>");
             if (i + 1 == n || ms[i + 1].role != ROLE_TOOL) put(c, "<|im_end|>\n");
             break;
@@ -494,7 +557,7 @@ int hy_chat_render(const json_t *messages, const json_t *tools, const hy_chat_re
         put(&c, think ? "<think>\n" : "<think>\n\n</think>\n\n");
         out->thinking = think;
     }
-    if (c.out.oom || c.tmp.oom) {
+    if (c.out.oom || c.tmp.oom || c.markup.oom || c.tmp_markup.oom) {
         rc = HY_E_NOMEM;
         goto done;
     }
@@ -503,6 +566,9 @@ int hy_chat_render(const json_t *messages, const json_t *tools, const hy_chat_re
         rc = HY_E_NOMEM;
         goto done;
     }
+    out->markup = c.markup.v;
+    out->n_markup = c.markup.n;
+    c.markup.v = NULL;
     out->n_messages = n;
     out->messages = spans;
     spans = NULL;
@@ -515,6 +581,8 @@ done:
     free(spans);
     hy_chat_buf_free(&c.out);
     hy_chat_buf_free(&c.tmp);
+    free(c.markup.v);
+    free(c.tmp_markup.v);
     if (rc) {
         free(out->text);
         memset(out, 0, sizeof *out);
@@ -526,5 +594,6 @@ void hy_chat_prompt_free(hy_chat_prompt *p) {
     if (!p) return;
     free(p->text);
     free(p->messages);
+    free(p->markup);
     memset(p, 0, sizeof *p);
 }

@@ -59,6 +59,12 @@ typedef struct hy_chat_prompt {
                                   everything before it renders identically when later turns are
                                   appended (older assistant turns may lose their <think> blocks
                                   after it), so it is where a prefix cache can checkpoint. */
+    size_t *markup;            /* [n_markup][2]: sorted [start, end) byte ranges the template wrote
+                                  itself (<|im_start|>user\n, <|im_end|>, tool-block prose, media
+                                  placeholders...). Everything outside them comes from the
+                                  request (content, reasoning, tool JSON, call arguments), which
+                                  hy_tokenizer_encode_marked keeps from producing special tokens. */
+    size_t n_markup;
     size_t n_images, n_videos; /* media placeholders emitted (text-only engines should refuse) */
     int thinking;              /* 1 when the prompt ends with an open "<think>\n": the model's
                                   output starts as reasoning (parser option) */

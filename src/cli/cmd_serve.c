@@ -43,7 +43,9 @@ static void usage(FILE *f) {
             "  --max-queue N              waiting requests before 429 (default 256)\n"
             "  --prefill-chunk N          prompt tokens per sequence per step (default 512)\n"
             "  --threads N                compute threads (default: online CPUs)\n"
-            "  --no-prefix-cache          do not reuse prompt prefixes across requests\n"
+            "  --no-prefix-cache          do not reuse prompt prefixes across requests (nor generated tokens)\n"
+            "  --no-reuse-generated       do not keep finished sequences in their slots for a prompt that\n"
+            "                             extends them (a chat's next turn; within 1e-6, not bit-exact)\n"
             "  --block-size N             tokens per cached attention KV block (default 16)\n"
             "  --checkpoint-interval N    GDN state checkpoint every N prompt tokens (default 2048; 0 = none)\n"
             "  --state-cache-bytes SIZE   budget of GDN state checkpoints (K/M/G suffixes; default\n"
@@ -88,7 +90,7 @@ HY_CMD(serve) {
     const char *dir = NULL, *tok_dir = NULL, *host = "127.0.0.1", *api_key = getenv("HYLA_API_KEY"), *name = NULL;
     int port = 8080, max_seqs = 8, max_len = 0, max_queue = 256, chunk = 512, drain_s = 30, max_body = 8 << 20;
     int threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    bool prefix_cache = true;
+    bool prefix_cache = true, reuse_generated = true;
     int block_size = 16, ckpt_interval = 2048;
     size_t state_bytes = 0, pkv_bytes = 0; /* 0: the engine's automatic budgets */
     if (threads < 1) threads = 1;
@@ -115,6 +117,8 @@ HY_CMD(serve) {
             if (hy_cli_parse_int("--prefill-chunk", argv[++i], 1, 1 << 16, &chunk)) return 2;
         } else if (!strcmp(a, "--no-prefix-cache")) {
             prefix_cache = false;
+        } else if (!strcmp(a, "--no-reuse-generated")) {
+            reuse_generated = false;
         } else if (!strcmp(a, "--block-size") && hv) {
             if (hy_cli_parse_int("--block-size", argv[++i], 1, HY_PREFIX_MAX_BLOCK, &block_size)) return 2;
         } else if (!strcmp(a, "--checkpoint-interval") && hv) {
@@ -181,6 +185,7 @@ HY_CMD(serve) {
     ec.max_queue = max_queue;
     ec.seed_base = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     ec.prefix_cache = prefix_cache;
+    ec.reuse_generated = reuse_generated;
     ec.block_size = block_size;
     ec.checkpoint_interval = ckpt_interval;
     ec.state_cache_bytes = state_bytes;
@@ -216,10 +221,10 @@ HY_CMD(serve) {
     if (hy_server_start(&srv, &sc, eng, &stv, &gd, &err)) goto fail;
     fprintf(stderr,
             "hyla serve: listening on http://%s:%d  model '%s' (%s)  max-num-seqs %d  max-model-len %d  threads %d  "
-            "template %s%s  prefix cache %s\n",
+            "template %s%s  prefix cache %s%s\n",
             strchr(host, ':') ? "[::]" : host, hy_server_port(srv), name, m->hp.model_type, max_seqs, max_len,
             hy_fwd_model_threads(fm), hy_textio_template_desc(tx), sc.api_key ? "  api-key required" : "",
-            prefix_cache ? "on" : "off");
+            prefix_cache ? "on" : "off", prefix_cache && reuse_generated ? " (+ generated tokens)" : "");
     fflush(stderr);
 
     int sig = 0;

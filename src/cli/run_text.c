@@ -141,7 +141,7 @@ int hy_cli_run_text(int argc, char **argv) {
         goto fail;
     }
     if (chat) {
-        if (hy_textio_render_user(tx, prompt, no_think ? 0 : -1, &text, &text_len, &err)) goto fail;
+        if (hy_textio_chat_user(tx, prompt, no_think ? 0 : -1, &text, &text_len, &ids, &n_ids, &err)) goto fail;
     } else {
         text_len = strlen(prompt);
         text = malloc(text_len + 1);
@@ -150,8 +150,8 @@ int hy_cli_run_text(int argc, char **argv) {
             goto fail;
         }
         memcpy(text, prompt, text_len + 1);
+        if (hy_textio_encode(tx, text, text_len, &ids, &n_ids, &err)) goto fail;
     }
-    if (hy_textio_encode(tx, text, text_len, &ids, &n_ids, &err)) goto fail;
     if (n_ids == 0) {
         hy_err_set(&err, HY_E_INVALID, "the prompt is empty");
         goto fail;

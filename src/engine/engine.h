@@ -113,6 +113,16 @@ typedef struct hy_engine_config {
                                    max_model_len context, at most 1/4 of physical memory) */
     size_t state_cache_bytes;   /* budget of GDN checkpoints; 0: auto (max(1 GiB, 8 checkpoints)) */
     uint64_t cache_salt;        /* model identity / dtypes, mixed into the keys */
+    /* Reuse of generated tokens (slot retention, engine.c): a choice that
+     * ends (stop, length or cancel; never an error) leaves its state in its
+     * free slot together with the ids of every token fed (prompt + generated
+     * but the last sampled one). A later prompt that strictly extends those
+     * ids, further than the prefix cache reaches, resumes in that slot. Not
+     * bit-identical to an uncached prefill (decode-fed tokens, resumption off
+     * the schedule): within 1e-6 of max |logit| (tests/model/
+     * test_reuse_generated.c). Active only with prefix_cache (so
+     * --no-prefix-cache turns every reuse off); false: --no-reuse-generated. */
+    bool reuse_generated;
 
     /* Test hook: called on the engine thread with the logits of every
      * computed position (prompt and generated; row = next-token logits after
@@ -183,7 +193,8 @@ typedef struct hy_event {
     /* DONE */
     int prompt_tokens;
     int completion_tokens;
-    int cached_tokens;      /* prompt tokens restored from the prefix cache */
+    int cached_tokens;      /* prompt tokens not recomputed: restored from the prefix
+                               cache or resumed in a retained slot */
 } hy_event;
 
 void hy_event_clear(hy_event *ev);
@@ -249,6 +260,12 @@ typedef struct hy_engine_stats {
     hy_hist queue;                     /* submit -> admitted */
     bool prefix_cache;                 /* a prefix cache exists */
     hy_prefix_cache_stats pc;
+    bool reuse_generated;              /* slot retention is active */
+    int retained_seqs;                 /* free slots holding a finished sequence's state */
+    uint64_t retained_tokens;          /* tokens those slots hold */
+    uint64_t reuse_hits;               /* sequences that resumed in a retained slot */
+    uint64_t reuse_hit_tokens;         /* prompt tokens those resumptions did not recompute */
+    uint64_t retained_evictions;       /* retained states dropped to serve another prompt (LRU) */
 } hy_engine_stats;
 
 void hy_engine_get_stats(hy_engine *e, hy_engine_stats *out);

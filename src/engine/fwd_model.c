@@ -130,13 +130,18 @@ static int fm_forward(void *ctx, hy_batch_item *items, int n, hy_err *err) {
 
 int hy_fwd_model_create(hy_fwd_model **out, const hy_model *m, int n_threads, int max_chunk, int max_model_len,
                         hy_err *err) {
+    hy_ctx_opts o = {.n_threads = n_threads, .max_chunk = max_chunk};
+    return hy_fwd_model_create_opts(out, m, &o, max_model_len, err);
+}
+
+int hy_fwd_model_create_opts(hy_fwd_model **out, const hy_model *m, const hy_ctx_opts *o, int max_model_len,
+                             hy_err *err) {
     *out = NULL;
     hy_fwd_model *fm = calloc(1, sizeof *fm);
     if (!fm) return hy_err_set(err, HY_E_NOMEM, "out of memory");
     fm->m = m;
     fm->max_model_len = max_model_len;
-    hy_ctx_opts o = {.n_threads = n_threads, .max_chunk = max_chunk};
-    int rc = hy_ctx_create(&fm->ctx, m, &o, err);
+    int rc = hy_ctx_create(&fm->ctx, m, o, err);
     if (rc) {
         free(fm);
         return rc;

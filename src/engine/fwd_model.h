@@ -19,6 +19,9 @@ typedef struct hy_fwd_model hy_fwd_model;
  * forward step (<= 0: default). The model must outlive the adapter. */
 int hy_fwd_model_create(hy_fwd_model **out, const hy_model *m, int n_threads, int max_chunk, int max_model_len,
                         hy_err *err);
+/* The same with every forward-context option (weight formats, kernel tier...). */
+int hy_fwd_model_create_opts(hy_fwd_model **out, const hy_model *m, const hy_ctx_opts *o, int max_model_len,
+                             hy_err *err);
 void hy_fwd_model_free(hy_fwd_model *fm);
 /* Fills the vtable (ctx = fm). */
 void hy_fwd_model_vtable(hy_fwd_model *fm, hy_engine_model *out);

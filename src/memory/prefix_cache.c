@@ -461,6 +461,14 @@ int hy_prefix_cache_lookup(hy_prefix_cache *pc, const hy_prefix_plan *pl, int ma
     return HY_OK;
 }
 
+void hy_prefix_cache_discard(hy_prefix_cache *pc, hy_prefix_match *m) {
+    if (m->pos > 0) { /* the lookup counted a hit that was not used */
+        pc->st.hits--;
+        pc->st.hit_tokens -= (uint64_t)m->pos;
+    }
+    hy_prefix_cache_release(pc, m);
+}
+
 void hy_prefix_cache_release(hy_prefix_cache *pc, hy_prefix_match *m) {
     if (m->ckpt_) ((pc_entry *)m->ckpt_)->refs--;
     for (int i = 0; m->blocks_ && i < m->n_blocks; i++) ((pc_entry *)m->blocks_[i])->refs--;

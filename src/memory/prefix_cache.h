@@ -127,6 +127,9 @@ void hy_prefix_plan_release(hy_prefix_plan *plan);
 int hy_prefix_cache_lookup(hy_prefix_cache *pc, const hy_prefix_plan *plan, int max_pos, hy_prefix_match *m,
                            hy_err *err);
 void hy_prefix_cache_release(hy_prefix_cache *pc, hy_prefix_match *m);
+/* Releases a match the caller decided not to use (a longer retained sequence
+ * won): its hit is taken back out of the statistics (the query stays counted). */
+void hy_prefix_cache_discard(hy_prefix_cache *pc, hy_prefix_match *m);
 
 /* Stores the blocks below p that are missing and a checkpoint at p (p must be
  * one of the plan's boundaries and the sequence behind src must have computed

@@ -116,6 +116,18 @@ char *hy_metrics_render(const hy_engine_stats *st, const hy_http_counters *c, co
         counter(&b, "hyla:prefix_cache_block_evictions_total", "Attention KV blocks evicted (LRU).", model,
                 (unsigned long long)pc->block_evictions);
     }
+    if (st->reuse_generated) {
+        gauge(&b, "hyla:retained_seqs", "Free slots keeping a finished sequence's state (reuse of generated tokens).",
+              model, (double)st->retained_seqs);
+        gauge(&b, "hyla:retained_tokens", "Tokens held by those retained sequences.", model,
+              (double)st->retained_tokens);
+        counter(&b, "hyla:retained_hits_total", "Sequences that resumed in a retained slot.", model,
+                (unsigned long long)st->reuse_hits);
+        counter(&b, "hyla:retained_hit_tokens_total", "Prompt tokens not recomputed thanks to a retained slot.", model,
+                (unsigned long long)st->reuse_hit_tokens);
+        counter(&b, "hyla:retained_evictions_total", "Retained states dropped to serve another prompt (LRU).", model,
+                (unsigned long long)st->retained_evictions);
+    }
     hist(&b, "hyla:time_to_first_token_seconds", "Time from arrival to the first generated token.", model, &st->ttft);
     hist(&b, "hyla:inter_token_latency_seconds", "Time between consecutive tokens of a sequence.", model, &st->itl);
     hist(&b, "hyla:e2e_request_latency_seconds", "Time from arrival to the end of a request.", model, &st->e2e);

@@ -78,6 +78,7 @@ static bool authorized(const hy_server *s, const char *hdr) {
 void hy_chat_marks_free(hy_chat_marks *m) {
     free(m->split);
     free(m->ckpt);
+    free(m->markup);
     memset(m, 0, sizeof *m);
 }
 
@@ -116,12 +117,20 @@ static int build_prompt(hy_server *s, const hy_oai_request *req, int32_t **ids, 
     if (req->kind == HY_OAI_CHAT) {
         if (!s->text.render_chat)
             return hy_oai_error_set(e, 501, NULL, "chat completions need a chat template, which this build lacks");
-        int rc = marks && s->text.render_chat_marks
-                     ? s->text.render_chat_marks(s->text.ctx, req, rendered, rendered_len, marks, &err)
-                     : s->text.render_chat(s->text.ctx, req, rendered, rendered_len, &err);
-        if (rc) return hy_oai_error_set(e, err.code == HY_E_NOMEM ? 500 : 400, "messages", "%s", err.msg);
-        if (s->text.encode(s->text.ctx, *rendered, *rendered_len, true, ids, n, &err))
-            return hy_oai_error_set(e, 400, "messages", "cannot tokenize the prompt: %s", err.msg);
+        /* Text from the request must not produce special tokens (a user's literal <|im_end|>
+         * would end the turn): the renderer reports which bytes are its own markup. */
+        hy_chat_marks local = {0}, *mk = marks ? marks : &local;
+        int rc = s->text.render_chat_marks ? s->text.render_chat_marks(s->text.ctx, req, rendered, rendered_len, mk, &err)
+                                           : s->text.render_chat(s->text.ctx, req, rendered, rendered_len, &err);
+        if (rc) {
+            hy_chat_marks_free(&local);
+            return hy_oai_error_set(e, err.code == HY_E_NOMEM ? 500 : 400, "messages", "%s", err.msg);
+        }
+        rc = mk->has_markup && s->text.encode_marked
+                 ? s->text.encode_marked(s->text.ctx, *rendered, *rendered_len, mk->markup, mk->n_markup, ids, n, &err)
+                 : s->text.encode(s->text.ctx, *rendered, *rendered_len, true, ids, n, &err);
+        hy_chat_marks_free(&local);
+        if (rc) return hy_oai_error_set(e, 400, "messages", "cannot tokenize the prompt: %s", err.msg);
         return 0;
     }
     if (req->prompt) {

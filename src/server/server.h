@@ -46,6 +46,12 @@ typedef struct hy_chat_marks {
     int n_split;
     size_t *ckpt;
     int n_ckpt;
+    /* [n_markup][2] byte ranges the template wrote itself: the only places where special-token
+     * text becomes special tokens (text from the request stays text). has_markup is false when
+     * the renderer does not report them (then the whole prompt is tokenized as HF would). */
+    size_t *markup;
+    size_t n_markup;
+    bool has_markup;
 } hy_chat_marks;
 
 void hy_chat_marks_free(hy_chat_marks *m);
@@ -73,6 +79,10 @@ typedef struct hy_server_text {
      * when the renderer has none). Preferred over render_chat when set. */
     int (*render_chat_marks)(void *ctx, const hy_oai_request *req, char **prompt, size_t *len, hy_chat_marks *marks,
                              hy_err *err);
+    /* Optional: text -> ids with special tokens recognised only inside the byte ranges
+     * special_ok ([n][2], sorted); used for chat prompts (see hy_chat_marks.markup). */
+    int (*encode_marked)(void *ctx, const char *text, size_t len, const size_t *special_ok, size_t n_special_ok,
+                         int32_t **ids, size_t *n, hy_err *err);
 } hy_server_text;
 
 typedef struct hy_server_config {

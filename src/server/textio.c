@@ -27,6 +27,12 @@ static int tx_encode(void *ctx, const char *text, size_t len, bool parse_special
     return hy_tokenizer_encode(t->tok, text, len, parse_special, ids, n, err);
 }
 
+static int tx_encode_marked(void *ctx, const char *text, size_t len, const size_t *special_ok, size_t n_special_ok,
+                            int32_t **ids, size_t *n, hy_err *err) {
+    hy_textio *t = ctx;
+    return hy_tokenizer_encode_marked(t->tok, text, len, special_ok, n_special_ok, ids, n, err);
+}
+
 static int tx_decode(void *ctx, const int32_t *ids, size_t n, char **text, size_t *len, hy_err *err) {
     hy_textio *t = ctx;
     return hy_tokenizer_decode(t->tok, ids, n, false, text, len, err);
@@ -50,9 +56,13 @@ static int tx_engine_bytes(void *ctx, int32_t id, const char **bytes, size_t *le
     return tx_token_bytes(ctx, id, bytes, len);
 }
 
-/* Message ends of a rendered prompt (see hy_chat_marks). */
-static int make_marks(const hy_chat_prompt *p, hy_chat_marks *m, hy_err *err) {
+/* Message ends and markup of a rendered prompt (see hy_chat_marks); takes p->markup. */
+static int make_marks(hy_chat_prompt *p, hy_chat_marks *m, hy_err *err) {
     memset(m, 0, sizeof *m);
+    m->markup = p->markup;
+    m->n_markup = p->n_markup;
+    m->has_markup = true;
+    p->markup = NULL;
     m->split = malloc(sizeof(size_t) * (p->n_messages + 1));
     m->ckpt = malloc(sizeof(size_t) * 2);
     if (!m->split || !m->ckpt) {
@@ -208,6 +218,7 @@ void hy_textio_server_text(hy_textio *t, hy_server_text *o) {
     o->ctx = t;
     o->vocab_size = (int)hy_tokenizer_vocab_size(t->tok);
     o->encode = tx_encode;
+    o->encode_marked = tx_encode_marked;
     o->decode = tx_decode;
     o->token_bytes = tx_token_bytes;
     o->render_chat = tx_render;
@@ -229,12 +240,23 @@ int32_t hy_textio_eos_id(const hy_textio *t) { return hy_tokenizer_eos_id(t->tok
 int hy_textio_vocab_size(const hy_textio *t) { return (int)hy_tokenizer_vocab_size(t->tok); }
 const char *hy_textio_template_desc(const hy_textio *t) { return t->desc; }
 
-int hy_textio_render_user(hy_textio *t, const char *user_text, int enable_thinking, char **prompt, size_t *len,
-                          hy_err *err) {
+int hy_textio_chat_user(hy_textio *t, const char *user_text, int enable_thinking, char **prompt, size_t *len,
+                        int32_t **ids, size_t *n, hy_err *err) {
+    *ids = NULL;
+    *n = 0;
     json_t *msgs = json_pack("[{s:s, s:s}]", "role", "user", "content", user_text);
     if (!msgs) return hy_err_set(err, HY_E_INVALID, "the prompt is not valid UTF-8");
-    int rc = render(t, msgs, NULL, enable_thinking, -1, prompt, len, NULL, err);
+    hy_chat_marks mk;
+    int rc = render(t, msgs, NULL, enable_thinking, -1, prompt, len, &mk, err);
     json_decref(msgs);
+    if (rc) return rc;
+    rc = hy_tokenizer_encode_marked(t->tok, *prompt, *len, mk.markup, mk.n_markup, ids, n, err);
+    hy_chat_marks_free(&mk);
+    if (rc) {
+        free(*prompt);
+        *prompt = NULL;
+        *len = 0;
+    }
     return rc;
 }
 

@@ -669,7 +669,27 @@ typedef struct {
     hy_idvec *ids;
     hy_err *err;
     bool parse_special;
+    /* Optional: special tokens only where they lie inside one of these raw-text byte ranges
+     * (sorted [start, end) pairs); see hy_tokenizer_encode_marked. */
+    const size_t *allow;
+    size_t n_allow;
+    const char *raw;          /* the raw text the ranges refer to */
+    size_t seg_lo, seg_hi;    /* raw range of the segment being normalized (NFC case) */
+    bool in_nfc;              /* split_added runs on NFC output: offsets are not raw offsets */
 } enc_ctx;
+
+/* True when a special token matched at raw bytes [lo, hi) may become that token. */
+static bool special_allowed(const enc_ctx *c, size_t lo, size_t hi) {
+    if (!c->parse_special) return false;
+    if (!c->allow) return true;
+    size_t a = 0, b = c->n_allow; /* first range whose end is > lo */
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (c->allow[2 * m + 1] <= lo) a = m + 1;
+        else b = m;
+    }
+    return a < c->n_allow && c->allow[2 * a] <= lo && hi <= c->allow[2 * a + 1];
+}
 
 static int on_piece(const char *s, size_t n, void *vctx) {
     enc_ctx *c = vctx;
@@ -692,7 +712,7 @@ typedef int (*segment_fn)(enc_ctx *c, const char *s, size_t n);
 /* HF AddedVocabulary::find_matches: leftmost-longest literal matches, non-overlapping; a match
  * that is skipped (special token with parse_special off, or single_word failing) still
  * consumes its text, which then stays ordinary text. */
-static int split_added(enc_ctx *c, const added_set *set, bool parse_special, const char *s, size_t n, segment_fn text_fn) {
+static int split_added(enc_ctx *c, const added_set *set, const char *s, size_t n, segment_fn text_fn) {
     const hy_tokenizer *t = c->t;
     size_t start_off = 0, i = 0;
     int rc;
@@ -714,7 +734,13 @@ static int split_added(enc_ctx *c, const added_set *set, bool parse_special, con
         }
         size_t ms = i, me = i + hit->len;
         i = me;
-        if (hit->special && !parse_special) continue;
+        if (hit->special) {
+            /* raw offsets of the match: s is the raw text itself, a raw slice of it (no NFC), or
+             * NFC output, where only the raw segment as a whole is known */
+            size_t r0 = c->in_nfc ? c->seg_lo : (size_t)(s - c->raw) + ms;
+            size_t r1 = c->in_nfc ? c->seg_hi : (size_t)(s - c->raw) + me;
+            if (!special_allowed(c, r0, r1)) continue;
+        }
         if (hit->single_word) {
             size_t st;
             bool left_ok = ms == 0 || !is_word_char(prev_cp(s, ms, &st));
@@ -741,23 +767,27 @@ static int split_added(enc_ctx *c, const added_set *set, bool parse_special, con
 
 static int normalized_segment(enc_ctx *c, const char *s, size_t n) {
     const hy_tokenizer *t = c->t;
-    if (!t->nfc) return split_added(c, &t->norm_set, c->parse_special, s, n, pretokenize);
+    if (!t->nfc) return split_added(c, &t->norm_set, s, n, pretokenize);
     hy_tokbuf nb = {0};
     int rc = hy_nfc_append(s, n, &nb);
     if (rc) rc = hy_err_set(c->err, rc, "out of memory");
     /* normalized added tokens are matched in the normalized text, as HF does */
-    if (!rc) rc = split_added(c, &t->norm_set, c->parse_special, nb.p, nb.n, pretokenize);
+    c->in_nfc = true;
+    c->seg_lo = (size_t)(s - c->raw);
+    c->seg_hi = c->seg_lo + n;
+    if (!rc) rc = split_added(c, &t->norm_set, nb.p, nb.n, pretokenize);
+    c->in_nfc = false;
     free(nb.p);
     return rc;
 }
 
-int hy_tokenizer_encode(const hy_tokenizer *t, const char *text, size_t len, bool parse_special, int32_t **ids,
-                        size_t *n, hy_err *err) {
+static int encode(const hy_tokenizer *t, const char *text, size_t len, bool parse_special, const size_t *allow,
+                  size_t n_allow, int32_t **ids, size_t *n, hy_err *err) {
     *ids = NULL;
     *n = 0;
     hy_idvec v = {0};
     hy_tokbuf clean = {0};
-    enc_ctx c = {t, &v, err, parse_special};
+    enc_ctx c = {.t = t, .ids = &v, .err = err, .parse_special = parse_special, .allow = allow, .n_allow = n_allow};
     int rc = 0;
     if (hy_idvec_reserve(&v, len / 3 + 8)) {
         rc = hy_err_set(err, HY_E_NOMEM, "out of memory");
@@ -766,6 +796,10 @@ int hy_tokenizer_encode(const hy_tokenizer *t, const char *text, size_t len, boo
     const char *s = text ? text : "";
     if (!text) len = 0;
     if (!hy_utf8_is_valid((const uint8_t *)s, len)) {
+        if (allow) { /* the repair moves bytes: the ranges would no longer mean anything */
+            rc = hy_err_set(err, HY_E_INVALID, "text with marked special-token ranges must be valid UTF-8");
+            goto done;
+        }
         if (hy_utf8_lossy((const uint8_t *)s, len, true, &clean) == (size_t)-1) {
             rc = hy_err_set(err, HY_E_NOMEM, "out of memory");
             goto done;
@@ -773,7 +807,8 @@ int hy_tokenizer_encode(const hy_tokenizer *t, const char *text, size_t len, boo
         s = clean.p;
         len = clean.n;
     }
-    rc = split_added(&c, &t->raw_set, parse_special, s, len, normalized_segment);
+    c.raw = s;
+    rc = split_added(&c, &t->raw_set, s, len, normalized_segment);
 done:
     free(clean.p);
     if (rc) {
@@ -784,6 +819,25 @@ done:
     if (!*ids) return hy_err_set(err, HY_E_NOMEM, "out of memory");
     *n = v.n;
     return 0;
+}
+
+int hy_tokenizer_encode(const hy_tokenizer *t, const char *text, size_t len, bool parse_special, int32_t **ids,
+                        size_t *n, hy_err *err) {
+    return encode(t, text, len, parse_special, NULL, 0, ids, n, err);
+}
+
+int hy_tokenizer_encode_marked(const hy_tokenizer *t, const char *text, size_t len, const size_t *special_ok,
+                               size_t n_special_ok, int32_t **ids, size_t *n, hy_err *err) {
+    for (size_t i = 0; i < n_special_ok; i++)
+        if (special_ok[2 * i] > special_ok[2 * i + 1] || special_ok[2 * i + 1] > len ||
+            (i && special_ok[2 * i] < special_ok[2 * i - 1])) {
+            *ids = NULL;
+            *n = 0;
+            return hy_err_set(err, HY_E_INVALID, "special-token range %zu [%zu, %zu) is not sorted inside the text (%zu bytes)",
+                              i, special_ok[2 * i], special_ok[2 * i + 1], len);
+        }
+    static const size_t none[2] = {0, 0};
+    return encode(t, text, len, true, n_special_ok ? special_ok : none, n_special_ok, ids, n, err);
 }
 
 /* ------------------------------------------------------------------ decode + lookups */

@@ -49,6 +49,15 @@ void hy_tokenizer_free(hy_tokenizer *t);
 int hy_tokenizer_encode(const hy_tokenizer *t, const char *text, size_t len, bool parse_special,
                         int32_t **ids, size_t *n, hy_err *err);
 
+/* As hy_tokenizer_encode with parse_special = true, except that a special token's text becomes
+ * that token only when the match lies entirely inside one of the byte ranges special_ok
+ * ([start, end) pairs, sorted, non-overlapping, within len); elsewhere it is ordinary text (and
+ * tokens with "special": false are matched everywhere, as always). This is how a chat prompt
+ * is tokenized: the template's own markup may produce <|im_start|> / <|im_end|>, text taken
+ * from the request may not. text must be valid UTF-8 (HY_E_INVALID otherwise). */
+int hy_tokenizer_encode_marked(const hy_tokenizer *t, const char *text, size_t len, const size_t *special_ok,
+                               size_t n_special_ok, int32_t **ids, size_t *n, hy_err *err);
+
 /* ids -> UTF-8 text, as HF `decode`: ids that name no token are skipped (HF does the same);
  * skip_special drops tokens marked special (not <think> etc.). *text is malloc'd and
  * NUL-terminated (*len excludes the NUL); caller frees. */

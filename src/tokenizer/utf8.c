@@ -98,13 +98,13 @@ size_t hy_utf8_lossy(const uint8_t *s, size_t n, bool final, hy_tokbuf *out) {
         if (s[i] < 0x80) { i++; continue; }
         size_t partial, l = seq_len(s + i, n - i, &partial);
         if (l != 0 && l != (size_t)-1) { i += l; continue; }
-        if (hy_tokbuf_put(out, s + run, i - run)) return (size_t)-1;
+        if (i > run && hy_tokbuf_put(out, s + run, i - run)) return (size_t)-1;
         if (l == (size_t)-1 && !final) return i; /* hold back the incomplete tail */
         if (hy_tokbuf_put(out, k_fffd, 3)) return (size_t)-1;
         i += partial;
         run = i;
     }
-    if (hy_tokbuf_put(out, s + run, i - run)) return (size_t)-1;
+    if (i > run && hy_tokbuf_put(out, s + run, i - run)) return (size_t)-1;
     return i;
 }
 

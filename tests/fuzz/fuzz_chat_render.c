@@ -4,7 +4,7 @@
  * enable_thinking unset/false/true, bits 5-6 preserve_thinking, bit 7 vision ids), rest =
  * JSON: an array of messages, or an object {"messages": [...], "tools": [...]}.
  * A successful render must also keep its own promises: spans inside the text and
- * ordered, history_end <= len.
+ * ordered, history_end <= len, markup ranges sorted, disjoint, non-empty and inside the text.
  */
 #include "chat/render.h"
 
@@ -38,6 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!p.text || p.history_end > p.len || p.n_messages != json_array_size(messages)) abort();
         for (size_t i = 0; i < p.n_messages; i++)
             if (p.messages[i].start > p.messages[i].end || p.messages[i].end > p.history_end) abort();
+        for (size_t i = 0; i < p.n_markup; i++)
+            if (p.markup[2 * i] >= p.markup[2 * i + 1] || p.markup[2 * i + 1] > p.len ||
+                (i && p.markup[2 * i] <= p.markup[2 * i - 1]))
+                abort();
         hy_chat_prompt_free(&p);
     }
     json_decref(v);

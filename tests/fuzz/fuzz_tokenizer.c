@@ -2,6 +2,10 @@
  * Fuzz target: arbitrary bytes -> encode with the tiny tokenizer (parse_special from the first
  * byte) -> decode and stream-decode. Must never crash; when the input is valid UTF-8,
  * decode(encode(x)) must equal NFC(x), and the streamed text must equal the one-shot decode.
+ * Valid UTF-8 is also encoded with special tokens allowed in ranges cut from the input's
+ * bytes (hy_tokenizer_encode_marked): it must succeed and decode to NFC(x) as well, and give
+ * the parse_special = false ids with no range and the parse_special = true ids with one range
+ * over everything.
  * The tiny tokenizer is found via $HYLA_DATA_DIR or, failing that, relative to this source
  * file (the replay test runs from the CTest directory).
  */
@@ -52,6 +56,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (hy_nfc_append((const char *)data, size, &nfc)) abort();
         if (nfc.n != tl || (tl && memcmp(nfc.p, text, tl))) abort();
         free(nfc.p);
+    }
+    if (hy_utf8_is_valid(data, size)) {
+        size_t rg[8], nr = 0, at = 0;
+        for (size_t i = 1; i < size && nr < 4; i += 2) { /* ranges from the bytes, sorted */
+            size_t a = at + data[i] % 7, b = a + data[i - 1] % 13 + 1;
+            if (b > size) break;
+            rg[2 * nr] = a;
+            rg[2 * nr + 1] = b;
+            nr++;
+            at = b + 1;
+        }
+        int32_t *m = NULL, *ref = NULL;
+        size_t nm = 0, nref = 0;
+        char *mt = NULL;
+        size_t ml = 0;
+        if (hy_tokenizer_encode_marked(t, (const char *)data, size, rg, nr, &m, &nm, &err)) abort();
+        if (hy_tokenizer_decode(t, m, nm, false, &mt, &ml, &err) || ml != tl || (tl && memcmp(mt, text, tl))) abort();
+        free(mt);
+        free(m);
+        size_t all[2] = {0, size};
+        for (int k = 0; k < 2; k++) {
+            if (hy_tokenizer_encode_marked(t, (const char *)data, size, all, (size_t)k, &m, &nm, &err) ||
+                hy_tokenizer_encode(t, (const char *)data, size, k == 1, &ref, &nref, &err))
+                abort();
+            if (nm != nref || (nm && memcmp(m, ref, nm * sizeof *m))) abort();
+            free(m);
+            free(ref);
+        }
     }
     hy_detok *d = NULL;
     if (hy_detok_create(&d, t, false, &err)) abort();

@@ -135,6 +135,11 @@ static void runner_start(runner *R, bool cache, const budget *b) {
     c.max_batch_tokens = 256;
     c.checkpoint_interval = SZ(128, 48);
     c.prefix_cache = cache;
+    /* Retention of finished sequences (reuse of generated tokens) resumes
+     * from decode-fed states, which is exact only to ~1e-7 (tested in
+     * test_reuse_generated.c); here every hit must be bit-identical, so only
+     * the prefix cache may serve. */
+    c.reuse_generated = false;
     if (b) {
         c.prefix_kv_bytes = b->kv;
         c.state_cache_bytes = b->state;

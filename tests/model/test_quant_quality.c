@@ -21,7 +21,30 @@
  *      q4 >= 0.45, <= 1.0.
  *    fp8 (3 mantissa bits) sits between q8 and q4 here: its error is relative to each weight's
  *    magnitude, ~3x q8's on Gaussian weights.
- * The goal for real checkpoints, not measurable on random ones: fp8 / q8 top-1 >= 99%.
+ *  - tiny-trained-bf16 (tools/reference/make_trained_tiny.py: the real layer pattern, hidden
+ *    128, 8 layers, trained 600 steps on English text): confident like a real LM (reference's
+ *    mean top-1 probability 0.47 on held-out text, the model's own top-1 accuracy 0.41-0.43).
+ *    The issue's goal (fp8 / q8 top-1 >= 99%) is judged HERE, over its 5 golden prompts plus
+ *    15 x 192 tokens of held-out licence text ("quality_prompts"), 3575 positions. Measured:
+ *                         mean KL   top-1                         mean KL   top-1
+ *      bf16 act prefill   4.6e-6    0.9989
+ *      q8 (selective)     1.0e-4    0.9905     q8 (all)           1.3e-4    0.9916   goal met
+ *      fp8 (selective)    6.4e-4    0.9866     fp8 (all)          1.0e-3    0.9790   goal NOT met
+ *      q4 (selective)     6.6e-3    0.9524     q4 (all)           9.1e-3    0.9407
+ *    fp8 is not our quantizer's fault: torch's float8_e4m3fn with the same 128x128 amax/448
+ *    block scales on the same weights (tools/reference/quant_sim.py, HF fp32 activations) gives
+ *    the same numbers to 3 digits (KL 6.38e-4 / 1.04e-3, top-1 0.9866 / 0.9790). e4m3 keeps 3
+ *    mantissa bits: ||dW|| / ||W|| over the selective matrices is 2.65% (q8: 0.53%); lm_head
+ *    is most of the "(all)" loss (selective + lm_head alone: 0.9787). q8's error is mostly the
+ *    int8 ACTIVATIONS of the W8A8 path: torch with q8 weights and fp32 activations gives KL
+ *    2.7e-5 / 3.7e-5, top-1 0.9969 / 0.9947; with activations also int8 per 32, 1.1e-4 /
+ *    1.2e-4 and 0.9910 / 0.9905 (as ours). Asserted (a little below the measured values):
+ *      bf16 act: top-1 >= 0.995, KL <= 1e-5; q8 sel >= 0.985, <= 1.5e-4; q8 all >= 0.985,
+ *      <= 2e-4; fp8 sel >= 0.98, <= 1e-3; fp8 all >= 0.97, <= 1.5e-3; q4 sel >= 0.94, <= 0.01;
+ *      q4 all >= 0.925, <= 0.013.
+ *    (Under sanitizers: prompts <= 200 tokens and every third quality prompt, 1355 positions;
+ *    same bounds, measured q8 sel 0.9882, fp8 all 0.9764.)
+ * The random fixtures above cannot show the goal (their flat distributions flip on any noise).
  *
  * Official-layout FP8 checkpoint (hyla random-model --dtype fp8): loads, runs in place with
  * its block scales on every tier (tiers agree within 1e-4), agrees with the bf16 checkpoint of
@@ -55,6 +78,9 @@
 #endif
 #ifndef MAX_T
 #define MAX_T 100000
+#define Q_STRIDE 1
+#else
+#define Q_STRIDE 3 /* sanitizers: every third "quality_prompts" entry (memory checking, not statistics) */
 #endif
 
 typedef struct cfg {
@@ -123,15 +149,15 @@ static float *run(hy_ctx *ctx, hy_seq *seq, const int32_t *ids, int n, int V) {
 
 typedef struct prompt_set {
     int n;
-    int32_t *ids[16];
-    int len[16];
+    int32_t *ids[32];
+    int len[32];
 } prompt_set;
 
 static void prompts_free(prompt_set *p) {
     for (int i = 0; i < p->n; i++) free(p->ids[i]);
 }
 
-/* The fixture prompts of a golden model. */
+/* The fixture prompts of a golden model (and its extra quality prompts, if any). */
 static prompt_set fixture_prompts(const char *name) {
     char rel[256];
     snprintf(rel, sizeof rel, "golden/%s/manifest.json", name);
@@ -141,16 +167,20 @@ static prompt_set fixture_prompts(const char *name) {
     assert_non_null(man);
     free(mpath);
     prompt_set ps = {0};
-    json_t *prompts = json_object_get(man, "prompts");
-    for (size_t pi = 0; pi < json_array_size(prompts) && ps.n < 16; pi++) {
-        int n;
-        int32_t *ids = json_ids(json_object_get(json_array_get(prompts, pi), "ids"), &n);
-        if (n > MAX_T) {
-            free(ids);
-            continue;
+    /* "quality_prompts": extra held-out ids without stored logits (the trained fixture) */
+    static const char *const keys[] = {"prompts", "quality_prompts"};
+    for (int k = 0; k < 2; k++) {
+        json_t *prompts = json_object_get(man, keys[k]);
+        for (size_t pi = 0; pi < json_array_size(prompts) && ps.n < 32; pi += k ? Q_STRIDE : 1) {
+            int n;
+            int32_t *ids = json_ids(json_object_get(json_array_get(prompts, pi), "ids"), &n);
+            if (n > MAX_T || n < 1) {
+                free(ids);
+                continue;
+            }
+            ps.ids[ps.n] = ids;
+            ps.len[ps.n++] = n;
         }
-        ps.ids[ps.n] = ids;
-        ps.len[ps.n++] = n;
     }
     json_decref(man);
     return ps;
@@ -248,6 +278,24 @@ static void test_quality_fixtures(void **st) {
     if (getenv("QQ_F32")) quality_model("tiny-text", cfgs, (int)(sizeof cfgs / sizeof cfgs[0]));
 }
 
+/* The trained fixture (tools/reference/make_trained_tiny.py): confident like a real LM; this is
+ * where the fp8 / q8 top-1 >= 99% goal is judged (numbers in the header). */
+static void test_quality_trained(void **st) {
+    (void)st;
+    const cfg cfgs[] = { /* (no scalar "ref tier" row: test_golden covers the tiers; it is slow here) */
+        {"bf16 act prefill", {.n_threads = 2, .fast_prefill = true}, 0.995, 1e-5},
+        {"bf16 (all)", ALLQ(HY_WEIGHTS_BF16), 0.99, 1e-4},
+        {"fp8 (all)", ALLQ(HY_WEIGHTS_FP8), 0.97, 1.5e-3},
+        {"q8 (all)", ALLQ(HY_WEIGHTS_Q8), 0.985, 2e-4},
+        {"q4 (all)", ALLQ(HY_WEIGHTS_Q4), 0.925, 0.013},
+        {"fp8 (selective)", SELQ(HY_WEIGHTS_FP8), 0.98, 1e-3},
+        {"q8 (selective)", SELQ(HY_WEIGHTS_Q8), 0.985, 1.5e-4},
+        {"q4 (selective)", SELQ(HY_WEIGHTS_Q4), 0.94, 0.01},
+    };
+    printf("| model            | weights           | pos   | mean KL   | max KL    | top-1  | B/w   |\n");
+    quality_model("tiny-trained-bf16", cfgs, (int)(sizeof cfgs / sizeof cfgs[0]));
+}
+
 /* The multiplier of the logits that makes the reference's mean top-1 probability 0.5. */
 static double calibrate_temp(const hy_model *m, const prompt_set *ps) {
     const int V = m->hp.vocab_size;
@@ -257,7 +305,7 @@ static double calibrate_temp(const hy_model *m, const prompt_set *ps) {
     assert_int_equal(hy_ctx_create(&ref, m, &ro, &err), 0);
     hy_seq *seq = NULL;
     assert_int_equal(hy_seq_create(&seq, m, 1024, &err), 0);
-    float *lg[16];
+    float *lg[32];
     for (int pi = 0; pi < ps->n; pi++) lg[pi] = run(ref, seq, ps->ids[pi], ps->len[pi], V);
     double lo = 0.1, hi = 1e4;
     for (int it = 0; it < 60; it++) {
@@ -428,6 +476,7 @@ int main(void) {
         cmocka_unit_test(test_fp8_checkpoint),
         cmocka_unit_test(test_quality_tame),
         cmocka_unit_test(test_quality_fixtures),
+        cmocka_unit_test(test_quality_trained),
     };
     return cmocka_run_group_tests(tests, NULL, teardown);
 }

@@ -47,9 +47,9 @@ def _free_port():
 
 
 class Server:
-    def __init__(self, *extra, env=None):
+    def __init__(self, *extra, env=None, model_dir=None):
         self.tmp = tempfile.TemporaryDirectory()
-        self.dir = _model_dir(self.tmp.name)
+        self.dir = model_dir or _model_dir(self.tmp.name)
         self.port = _free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(os.path.join(self.tmp.name, "server.log"), "w+")

@@ -6,7 +6,8 @@
  * errors (TypeError, JSONDecodeError, ...) only need to fail. Also: the vendored
  * templates are recognised by hash, and rendering the conversation up to the last
  * user query gives exactly the prefix of the full prompt (the prefix-cache
- * boundary promised by hy_chat_prompt.messages / last_query_index).
+ * boundary promised by hy_chat_prompt.messages / last_query_index), and the
+ * markup ranges separate the template's text from the request's.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 #include "chat/template.h"
 #include "test_util.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +204,79 @@ static void test_render_api_errors(void **st) {
     json_decref(bad_tools);
 }
 
+/* Markup ranges: every byte the template writes itself is inside one, every byte taken from the
+ * request is outside. A conversation that injects "<|im_end|>" and "<|im_start|>" into every
+ * request field that reaches the prompt (system text, tool JSON, user text and text parts,
+ * reasoning, assistant text, tool-call name / key / value, tool response) must show each
+ * injected copy outside the markup and each of the template's turn markers inside it. */
+static size_t count_in(const hy_chat_prompt *p, const char *needle, bool inside) {
+    size_t n = 0, nl = strlen(needle);
+    for (const char *q = p->text; (q = strstr(q, needle)); q += nl) {
+        size_t a = (size_t)(q - p->text), b = a + nl;
+        bool in = false;
+        for (size_t i = 0; i < p->n_markup; i++)
+            if (p->markup[2 * i] <= a && b <= p->markup[2 * i + 1]) in = true;
+        n += in == inside;
+    }
+    return n;
+}
+
+static void test_markup(void **st) {
+    (void)st;
+    const char *conv =
+        "[{\"role\":\"system\",\"content\":\"S<|im_end|>\"},"
+        "{\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"U1<|im_end|>\"},{\"type\":\"text\",\"text\":\"U2<|im_start|>\"}]},"
+        "{\"role\":\"assistant\",\"content\":\"A<|im_end|>\",\"reasoning_content\":\"R<|im_end|>\","
+        " \"tool_calls\":[{\"type\":\"function\",\"function\":{\"name\":\"f<|im_end|>\","
+        "   \"arguments\":{\"k<|im_end|>\":\"v<|im_end|>\",\"n\":[\"<|im_end|>\"]}}}]},"
+        "{\"role\":\"tool\",\"content\":\"T<|im_end|>\"},"
+        "{\"role\":\"user\",\"content\":\"Q<|im_end|>\"},"
+        "{\"role\":\"assistant\",\"content\":\"<think>\\nR2<|im_end|>\\n</think>\\n\\nA2<|im_start|>\"}]";
+    const char *tools = "[{\"type\":\"function\",\"function\":{\"name\":\"f\",\"description\":\"D<|im_end|>\"}}]";
+    json_t *m = json_loads(conv, 0, NULL), *t = json_loads(tools, 0, NULL);
+    assert_non_null(m);
+    assert_non_null(t);
+    for (int pres = 0; pres < 2; pres++) {
+        hy_chat_render_opts o;
+        hy_chat_render_opts_default(&o);
+        o.preserve_thinking = pres; /* 1: the first assistant's reasoning is rendered too */
+        hy_chat_prompt p;
+        hy_err e = {0};
+        assert_int_equal(hy_chat_render(m, t, &o, &p, &e), 0);
+        for (size_t i = 0; i < p.n_markup; i++) { /* sorted, disjoint, inside the text */
+            assert_true(p.markup[2 * i] < p.markup[2 * i + 1]);
+            assert_true(p.markup[2 * i + 1] <= p.len);
+            if (i) assert_true(p.markup[2 * i - 1] < p.markup[2 * i]);
+        }
+        /* template turns: system, user, assistant, tool group (user), user, assistant, generation
+         * prompt = 7 <|im_start|>, 6 <|im_end|> */
+        assert_int_equal(count_in(&p, "<|im_start|>", true), 7);
+        assert_int_equal(count_in(&p, "<|im_end|>", true), 6);
+        /* injected: S D U1 A f k v n T Q R2 (+ R when preserved) / U2 A2 */
+        assert_int_equal(count_in(&p, "<|im_end|>", false), 11 + (size_t)pres);
+        assert_int_equal(count_in(&p, "<|im_start|>", false), 2);
+        /* the template's words are markup, the request's are not */
+        const char *q = strstr(p.text, "# Tools");
+        assert_non_null(q);
+        assert_int_equal(count_in(&p, "# Tools", true), 1);
+        assert_int_equal(count_in(&p, "D<|im_end|>", false), 1);
+        hy_chat_prompt_free(&p);
+    }
+    /* media placeholders inside user content are the template's */
+    json_t *mm = json_loads("[{\"role\":\"user\",\"content\":[{\"type\":\"image\"},{\"type\":\"text\",\"text\":\"x<|vision_end|>\"}]}]",
+                            0, NULL);
+    hy_chat_prompt p;
+    hy_err e = {0};
+    assert_int_equal(hy_chat_render(mm, NULL, NULL, &p, &e), 0);
+    assert_int_equal(count_in(&p, "<|image_pad|>", true), 1);
+    assert_int_equal(count_in(&p, "<|vision_end|>", true), 1);
+    assert_int_equal(count_in(&p, "<|vision_end|>", false), 1);
+    hy_chat_prompt_free(&p);
+    json_decref(mm);
+    json_decref(m);
+    json_decref(t);
+}
+
 static void test_kwargs_and_dir(void **st) {
     (void)st;
     hy_chat_render_opts o;
@@ -293,6 +368,7 @@ int main(void) {
         cmocka_unit_test(test_goldens),
         cmocka_unit_test(test_template_identify),
         cmocka_unit_test(test_render_api_errors),
+        cmocka_unit_test(test_markup),
         cmocka_unit_test(test_kwargs_and_dir),
         cmocka_unit_test(test_pyjson),
     };

@@ -25,10 +25,27 @@
 #define MIN_GAP 2e-2     /* tools/reference/tinylib.py MIN_GAP */
 #define MAX_FP64_DIFF 1e-5 /* tinylib.py MAX_FP64_DIFF: HF fp32 vs HF fp64 */
 
-static const char *const k_models[] = {"tiny-text", "tiny-text-bf16", "tiny-mm", "tiny-mm-bf16"};
+/* The random-weight fixtures share one prompt set (random ids, "len<N>"); the trained one
+ * (tools/reference/make_trained_tiny.py) has held-out text prompts ("text<N>"). */
 static const char *const k_prompts[] = {"len1",  "len2",   "len63",  "len64", "len65",
-                                        "len127", "len128", "len129", "len700"};
-static const char *const k_greedy[] = {"len2", "len63", "len129"};
+                                        "len127", "len128", "len129", "len700", NULL};
+static const char *const k_greedy[] = {"len2", "len63", "len129", NULL};
+static const char *const k_tprompts[] = {"text2", "text64", "text129", "text300", "text200", NULL};
+static const char *const k_tgreedy[] = {"text2", "text64", "text129", NULL};
+static const char *const k_all_positions[] = {"len65", "len129", "text129", NULL};
+
+typedef struct fixture {
+    const char *model;
+    const char *const *prompts, *const *greedy;
+} fixture;
+
+static const fixture k_models[] = {
+    {"tiny-text", k_prompts, k_greedy},
+    {"tiny-text-bf16", k_prompts, k_greedy},
+    {"tiny-mm", k_prompts, k_greedy},
+    {"tiny-mm-bf16", k_prompts, k_greedy},
+    {"tiny-trained-bf16", k_tprompts, k_tgreedy},
+};
 
 static char *join3(const char *a, const char *b, const char *c) {
     size_t n = strlen(a) + strlen(b) + strlen(c) + 1;
@@ -68,8 +85,8 @@ static void check_logits_file(const char *dir, json_t *p, size_t vocab) {
     assert_true(json_is_array(ids));
     size_t n_ids = json_array_size(ids);
     assert_true(n_ids > 0);
-    /* the prompt name encodes its length: "len<N>" */
-    assert_int_equal(strtoul(name + 3, NULL, 10), n_ids);
+    /* the prompt name encodes its length: "len<N>" / "text<N>" */
+    assert_int_equal(strtoul(name + strcspn(name, "0123456789"), NULL, 10), n_ids);
     for (size_t i = 0; i < n_ids; i++) {
         json_int_t t = json_integer_value(json_array_get(ids, i));
         assert_true(json_is_integer(json_array_get(ids, i)) && t >= 0 && (size_t)t < vocab);
@@ -123,7 +140,8 @@ static void check_greedy(json_t *g, size_t vocab, json_t *eos) {
     assert_true(fabs(lo - min_gap) < 1e-6);
 }
 
-static void check_model(const char *model) {
+static void check_model(const fixture *fx) {
+    const char *model = fx->model;
     check_file_exists(model, "/config.json");
     check_file_exists(model, "/model.safetensors");
     check_file_exists(model, "/generation_config.json");
@@ -141,14 +159,19 @@ static void check_model(const char *model) {
 
     json_t *prompts = json_object_get(man, "prompts");
     assert_true(json_is_array(prompts));
-    for (size_t i = 0; i < sizeof k_prompts / sizeof k_prompts[0]; i++) {
-        json_t *p = find_prompt(prompts, k_prompts[i]);
-        if (!p) fail_msg("%s: prompt %s missing", mpath, k_prompts[i]);
+    size_t n_prompts = 0;
+    for (; fx->prompts[n_prompts]; n_prompts++) {
+        json_t *p = find_prompt(prompts, fx->prompts[n_prompts]);
+        if (!p) fail_msg("%s: prompt %s missing", mpath, fx->prompts[n_prompts]);
         check_logits_file(dir, p, (size_t)vocab);
     }
-    /* chunk boundaries are checked at every position for these two */
-    assert_string_equal(json_string_value(json_object_get(find_prompt(prompts, "len65"), "positions")), "all");
-    assert_string_equal(json_string_value(json_object_get(find_prompt(prompts, "len129"), "positions")), "all");
+    assert_int_equal(json_array_size(prompts), n_prompts);
+    /* chunk boundaries are checked at every position for these (test_golden splits the
+     * longest of them; it must have >= 129 tokens) */
+    for (size_t i = 0; k_all_positions[i]; i++) {
+        json_t *p = find_prompt(prompts, k_all_positions[i]);
+        if (p) assert_string_equal(json_string_value(json_object_get(p, "positions")), "all");
+    }
 
     /* the model's EOS ids (generation_config.json) never occur in a continuation */
     char *grel = join3("models/", model, "/generation_config.json");
@@ -160,11 +183,13 @@ static void check_model(const char *model) {
 
     json_t *greedy = json_object_get(man, "greedy");
     assert_true(json_is_array(greedy));
-    assert_int_equal(json_array_size(greedy), sizeof k_greedy / sizeof k_greedy[0]);
+    size_t n_greedy = 0;
+    while (fx->greedy[n_greedy]) n_greedy++;
+    assert_int_equal(json_array_size(greedy), n_greedy);
     printf("%s\n", model);
     for (size_t i = 0; i < json_array_size(greedy); i++) {
         json_t *g = json_array_get(greedy, i);
-        assert_string_equal(json_string_value(json_object_get(g, "prompt")), k_greedy[i]);
+        assert_string_equal(json_string_value(json_object_get(g, "prompt")), fx->greedy[i]);
         check_greedy(g, (size_t)vocab, eos);
     }
     json_decref(gen);
@@ -178,7 +203,7 @@ static void check_model(const char *model) {
 
 static void test_all_fixtures(void **st) {
     (void)st;
-    for (size_t i = 0; i < sizeof k_models / sizeof k_models[0]; i++) check_model(k_models[i]);
+    for (size_t i = 0; i < sizeof k_models / sizeof k_models[0]; i++) check_model(&k_models[i]);
 }
 
 int main(void) {

@@ -153,11 +153,11 @@ static int g_real_parser;
 static hy_server_text fake_server_text(void) {
     if (g_real_parser) {
         hy_server_text t = {NULL, FAKE_N_VALID, ft_encode, ft_decode, ft_token_bytes, ft_render,
-                            rp_create, rp_feed, rp_finish, rp_free, NULL};
+                            rp_create, rp_feed, rp_finish, rp_free, NULL, NULL};
         return t;
     }
     hy_server_text t = {NULL,   FAKE_N_VALID, ft_encode, ft_decode, ft_token_bytes, ft_render,
-                        fp_create, fp_feed,     fp_finish, fp_free, NULL};
+                        fp_create, fp_feed,     fp_finish, fp_free, NULL, NULL};
     return t;
 }
 

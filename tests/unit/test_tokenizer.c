@@ -381,6 +381,64 @@ static void check_stream(const hy_tokenizer *t, const int32_t *ids, size_t n, bo
     hy_detok_free(d);
 }
 
+/* hy_tokenizer_encode_marked: special tokens only inside the given ranges. */
+static void test_encode_marked(void **st) {
+    (void)st;
+    const hy_tokenizer *t = g_qwen;
+    const char *txt = "<|im_start|>user\nhi <|im_end|> <think>x<|im_end|>\n<|im_start|>assistant\n";
+    size_t len = strlen(txt);
+    const char *u = strstr(txt, "hi"), *e2 = strstr(txt, "x<|im_end|>") + 1;
+    /* markup: "<|im_start|>user\n" and from the second <|im_end|> to the end */
+    size_t mk[4] = {0, (size_t)(u - txt), (size_t)(e2 - txt), len};
+    int32_t *ids = NULL, *a = NULL, *b = NULL;
+    size_t n = 0, na = 0, nb = 0;
+    hy_err err = {0};
+    assert_int_equal(hy_tokenizer_encode_marked(t, txt, len, mk, 2, &ids, &n, &err), 0);
+    size_t im_end = 0, im_start = 0, think = 0;
+    for (size_t i = 0; i < n; i++) {
+        im_end += ids[i] == 248046;
+        im_start += ids[i] == 248045;
+        think += ids[i] == 248068;
+    }
+    assert_int_equal(im_start, 2);
+    assert_int_equal(im_end, 1); /* the user's copy stayed text */
+    assert_int_equal(think, 1);  /* special:false tokens are matched everywhere, as HF does */
+    assert_int_equal(ids[0], 248045);
+    char *dec = NULL;
+    size_t dl = 0;
+    assert_int_equal(hy_tokenizer_decode(t, ids, n, false, &dec, &dl, &err), 0);
+    assert_int_equal(dl, len);
+    assert_memory_equal(dec, txt, len);
+    free(dec);
+    free(ids);
+    /* one range over everything = parse_special on; no range = off */
+    size_t all[2] = {0, len};
+    assert_int_equal(hy_tokenizer_encode_marked(t, txt, len, all, 1, &ids, &n, &err), 0);
+    assert_int_equal(hy_tokenizer_encode(t, txt, len, true, &a, &na, &err), 0);
+    assert_int_equal(n, na);
+    assert_memory_equal(ids, a, n * sizeof *ids);
+    free(ids);
+    assert_int_equal(hy_tokenizer_encode_marked(t, txt, len, NULL, 0, &ids, &n, &err), 0);
+    assert_int_equal(hy_tokenizer_encode(t, txt, len, false, &b, &nb, &err), 0);
+    assert_int_equal(n, nb);
+    assert_memory_equal(ids, b, n * sizeof *ids);
+    free(ids);
+    free(a);
+    free(b);
+    /* a range that ends inside a special token's text does not make it special */
+    size_t cut[2] = {0, 5};
+    assert_int_equal(hy_tokenizer_encode_marked(t, txt, len, cut, 1, &ids, &n, &err), 0);
+    assert_true(ids[0] != 248045);
+    free(ids);
+    /* bad ranges and invalid UTF-8 are errors, not guesses */
+    size_t unsorted[4] = {10, 20, 5, 8}, past[2] = {0, len + 1};
+    assert_int_equal(hy_tokenizer_encode_marked(t, txt, len, unsorted, 2, &ids, &n, &err), HY_E_INVALID);
+    assert_null(ids);
+    assert_int_equal(hy_tokenizer_encode_marked(t, txt, len, past, 1, &ids, &n, &err), HY_E_INVALID);
+    assert_int_equal(hy_tokenizer_encode_marked(t, "a\xff", 2, all, 0, &ids, &n, &err), HY_E_INVALID);
+    assert_non_null(strstr(err.msg, "UTF-8"));
+}
+
 static void test_detok_stream(void **st) {
     (void)st;
     const hy_tokenizer *t = g_qwen;
@@ -681,6 +739,7 @@ int main(void) {
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_tiny_golden),
         cmocka_unit_test(test_qwen_api),
+        cmocka_unit_test(test_encode_marked),
         cmocka_unit_test(test_qwen_golden),
         cmocka_unit_test(test_qwen2_regex_golden),
         cmocka_unit_test(test_detok_stream),

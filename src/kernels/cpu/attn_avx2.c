@@ -17,55 +17,11 @@
 
 #include <immintrin.h>
 
-typedef __m256 vf;
-typedef __m256i vm;
-#define VL 8
 #define ATTN_MR 2
 #define ATTN_NV 4
 #define ATTN_ISA_NAME "avx2"
 
-static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
-static inline vf vf_set1(float x) { return _mm256_set1_ps(x); }
-static inline vf vf_load(const float *p) { return _mm256_loadu_ps(p); }
-static inline void vf_store(float *p, vf v) { _mm256_storeu_ps(p, v); }
-static inline vm vm_first(int n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-static inline vf vf_loadm(const float *p, vm m) { return _mm256_maskload_ps(p, m); }
-static inline void vf_storem(float *p, vm m, vf v) { _mm256_maskstore_ps(p, m, v); }
-static inline vf vf_fmadd(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); }
-static inline vf vf_fnmadd(vf a, vf b, vf c) { return _mm256_fnmadd_ps(a, b, c); }
-static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
-static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
-static inline vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
-static inline vf vf_min(vf a, vf b) { return _mm256_min_ps(a, b); }
-static inline vf vf_max(vf a, vf b) { return _mm256_max_ps(a, b); }
-static inline vf vf_round(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-/* y·2^n for integral n in [-126, 127] (vf_exp's clamp keeps n there) */
-static inline vf vf_pow2n(vf y, vf n) {
-    const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-}
-static inline vf vf_zero_if_lt(vf x, vf lim, vf y) {
-    return _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, lim, _CMP_LT_OQ));
-}
-static inline float vf_hsum(vf a) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-static inline float vf_hmax(vf a) {
-    __m128 s = _mm_max_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
-    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_max_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-/* out[i] = horizontal sum of the i-th argument (pairwise hadds transpose the partial sums). */
-static inline void vf_hsum4(vf a, vf b, vf c, vf d, float out[4]) {
-    const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
-}
+#include "kernels/cpu/vec_avx2.inc"
 
 #include "kernels/cpu/attn_simd.inc"
 
