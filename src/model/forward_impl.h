@@ -133,14 +133,15 @@ void hy_fwd_norm_rows(const hy_ctx *c, const float *x, const float *w, bool one_
 void hy_fwd_rows(const hy_mat *W, int ith, int nth, int *o0, int *o1);
 /* Rows of one matmul call handed to a thread piece by piece. Every thread of the job calls
  * hy_fwd_split_begin for the same matrices in the same order (as for hy_fwd_matmul).
- * Up to HY_MATMUL_GEMV_MAX_T tokens (decode, batched decode) the rows are cut into chunks of
- * at least 1 MiB of weights which the threads take from a step-wide ticket counter, so a
+ * Up to HY_MATMUL_GEMV_MAX_T tokens (decode, batched decode) the rows are cut into shrinking
+ * chunks (forward.c) which the threads take from a step-wide ticket counter, so a
  * thread that another process delays leaves its share to the other threads instead of
  * making them spin at the next barrier; a thread may carry a ticket of a later call past a
  * call it has no more work in. More tokens (prefill): one balanced static range per thread
  * (hy_fwd_rows). Results never depend on the split (kernels/matmul.h). */
 typedef struct hy_fwd_split {
-    int rows, chunk_rows, n; /* dynamic: n chunks of chunk_rows; static: n = 0 */
+    int rows, chunk_rows, n; /* dynamic: n chunks, the smallest chunk_rows; static: n = 0 */
+    int align, nth;
     long long base;          /* ticket of this call's first chunk */
     int o0, o1;              /* static range */
     bool done;
