@@ -193,6 +193,12 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
         hy_ctx_free(c);
         return hy_err_wrap(err, "forward");
     }
+    c->mm_next = hy_calloc_aligned(1, 64);
+    c->mm_tk = hy_calloc_aligned((size_t)n_threads, sizeof(hy_fwd_tk));
+    if (!c->mm_next || !c->mm_tk) {
+        hy_ctx_free(c);
+        return hy_err_set(err, HY_E_NOMEM, "forward: out of memory for %d threads' matmul tickets", n_threads);
+    }
     if ((rc = hy_linears_create(&c->lin, m, opts ? opts->weights : HY_WEIGHTS_AUTO, opts ? opts->quant_flags : 0,
                                 c->tp, err))) {
         hy_ctx_free(c);
@@ -320,6 +326,8 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
 void hy_ctx_free(hy_ctx *c) {
     if (!c) return;
     hy_threadpool_free(c->tp);
+    hy_free(c->mm_tk);
+    hy_free((void *)c->mm_next);
     hy_linears_free(&c->lin);
     hy_free(c->x);
     hy_free(c->small);
@@ -421,11 +429,76 @@ void hy_fwd_matmul_rows(const hy_ctx *c, const hy_mat *W, int T, const float *x,
         c->ops->matmul(W, T, x, ldx, y, ldy, o0, o1, accumulate, c->act, c->mm_scratch + (size_t)ith * c->mm_scratch_bytes);
 }
 
+void hy_fwd_split_reset(hy_ctx *c) {
+    atomic_store(c->mm_next, 0);
+    for (int i = 0; i < c->n_threads; i++) c->mm_tk[i] = (hy_fwd_tk){.held = -1, .base = 0};
+}
+
+/* Guided chunks: each is a 1/(2·nth) share of the rows not yet handed out, so the first ones
+ * are long streams (few prefetch ramp-ups) and the last ones short (little waiting at the
+ * next barrier: 1 MiB chunks throughout left 11% of the decode time in barriers), never
+ * under HY_SPLIT_MIN_BYTES of weights. Chunk i depends only on (rows, i), not on timing. */
+#define HY_SPLIT_MIN_BYTES (128u << 10)
+
+static int split_chunk_end(const hy_fwd_split *sp, int start, int nth) {
+    int len = (sp->rows - start + 2 * nth - 1) / (2 * nth);
+    len = (len + sp->align - 1) / sp->align * sp->align;
+    if (len < sp->chunk_rows) len = sp->chunk_rows;
+    return start + len < sp->rows ? start + len : sp->rows;
+}
+
+void hy_fwd_split_begin(const hy_ctx *c, const hy_mat *W, int T, int ith, int nth, hy_fwd_split *sp) {
+    memset(sp, 0, sizeof *sp);
+    sp->rows = W->rows;
+    if (T > HY_MATMUL_GEMV_MAX_T || nth == 1) {
+        hy_fwd_rows(W, ith, nth, &sp->o0, &sp->o1);
+        sp->done = sp->o1 <= sp->o0;
+        return;
+    }
+    const int a = hy_matmul_row_align(W->fmt);
+    const double row_bytes = (double)hy_mat_bytes(W) / (W->rows > 0 ? W->rows : 1);
+    double want = HY_SPLIT_MIN_BYTES / row_bytes;
+    int cr = ((int)(want < W->rows ? want : W->rows) + a - 1) / a * a;
+    if (cr < a) cr = a;
+    sp->chunk_rows = cr; /* the smallest chunk */
+    sp->align = a;
+    sp->nth = nth;
+    for (int start = 0; start < W->rows; sp->n++) start = split_chunk_end(sp, start, nth);
+    hy_fwd_tk *tk = &c->mm_tk[ith];
+    sp->base = tk->base;
+    tk->base += sp->n;
+}
+
+bool hy_fwd_split_next(const hy_ctx *c, hy_fwd_split *sp, int ith, int *o0, int *o1) {
+    if (sp->done) return false;
+    if (sp->n == 0) {
+        sp->done = true;
+        *o0 = sp->o0;
+        *o1 = sp->o1;
+        return true;
+    }
+    hy_fwd_tk *tk = &c->mm_tk[ith];
+    if (tk->held < 0) tk->held = atomic_fetch_add(c->mm_next, 1);
+    HY_ASSERT(tk->held >= sp->base);
+    if (tk->held >= sp->base + sp->n) { /* a later call's ticket: keep it */
+        sp->done = true;
+        return false;
+    }
+    const int i = (int)(tk->held - sp->base);
+    tk->held = -1;
+    int start = 0;
+    for (int j = 0; j < i; j++) start = split_chunk_end(sp, start, sp->nth);
+    *o0 = start;
+    *o1 = split_chunk_end(sp, start, sp->nth);
+    return true;
+}
+
 void hy_fwd_matmul(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
                    bool accumulate, int ith, int nth) {
+    hy_fwd_split sp;
     int o0, o1;
-    hy_fwd_rows(W, ith, nth, &o0, &o1);
-    hy_fwd_matmul_rows(c, W, T, x, ldx, y, ldy, o0, o1, accumulate, ith);
+    hy_fwd_split_begin(c, W, T, ith, nth, &sp);
+    while (hy_fwd_split_next(c, &sp, ith, &o0, &o1)) hy_fwd_matmul_rows(c, W, T, x, ldx, y, ldy, o0, o1, accumulate, ith);
 }
 
 static void step_job(void *arg, int ith, int nth) {
@@ -484,6 +557,7 @@ int hy_forward(hy_ctx *c, hy_seq *s, const int32_t *ids, int n, float *logits, b
         c->pos0 = s->pos;
         c->all_logits = all_logits;
         c->logits = !logits ? NULL : all_logits ? logits + (size_t)done * c->d.vocab : last ? logits : NULL;
+        hy_fwd_split_reset(c);
         hy_threadpool_run(c->tp, step_job, c);
         s->pos += T;
         done += T;

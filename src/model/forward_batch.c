@@ -206,6 +206,7 @@ int hy_forward_batch(hy_ctx *c, hy_seq **seqs, const int32_t *ids, int n, float 
         c->pos0 = 0;
         c->all_logits = true;
         c->logits = logits ? logits + (size_t)done * c->d.vocab : NULL;
+        hy_fwd_split_reset(c);
         hy_threadpool_run(c->tp, batch_job, c);
         for (int i = 0; i < T; i++) seqs[done + i]->pos++;
         done += T;

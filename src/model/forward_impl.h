@@ -18,6 +18,8 @@
 #include "kernels/ops.h"
 #include "model/forward.h"
 
+#include <stdatomic.h>
+
 /* fp32 copies of one layer's small tensors (owned by the context). */
 typedef struct hy_layer_f32 {
     hy_layer_type type;
@@ -59,6 +61,10 @@ struct hy_ctx {
     size_t mm_scratch_bytes;
     hy_threadpool *tp;
     int n_threads;
+    /* dynamic row chunks of the decode matmuls (hy_fwd_split_*): a step-wide ticket counter
+     * and each thread's ticket in hand + chunks of the calls it has passed */
+    _Atomic long long *mm_next;
+    struct hy_fwd_tk *mm_tk; /* [nth], one cache line each */
     hy_fwd_dims d;
     hy_gdn_dims gd;
     int max_chunk;
@@ -125,7 +131,33 @@ void hy_fwd_norm_rows(const hy_ctx *c, const float *x, const float *w, bool one_
 /* Rows [*o0, *o1) of W for thread ith of nth: balanced, starting at multiples of the
  * kernels' row tile (hy_matmul_row_align). */
 void hy_fwd_rows(const hy_mat *W, int ith, int nth, int *o0, int *o1);
-/* Matmul with rows split across threads: y[t][o] (+)= W[o]·x[t], t < T. */
+/* Rows of one matmul call handed to a thread piece by piece. Every thread of the job calls
+ * hy_fwd_split_begin for the same matrices in the same order (as for hy_fwd_matmul).
+ * Up to HY_MATMUL_GEMV_MAX_T tokens (decode, batched decode) the rows are cut into shrinking
+ * chunks (forward.c) which the threads take from a step-wide ticket counter, so a
+ * thread that another process delays leaves its share to the other threads instead of
+ * making them spin at the next barrier; a thread may carry a ticket of a later call past a
+ * call it has no more work in. More tokens (prefill): one balanced static range per thread
+ * (hy_fwd_rows). Results never depend on the split (kernels/matmul.h). */
+typedef struct hy_fwd_split {
+    int rows, chunk_rows, n; /* dynamic: n chunks, the smallest chunk_rows; static: n = 0 */
+    int align, nth;
+    long long base;          /* ticket of this call's first chunk */
+    int o0, o1;              /* static range */
+    bool done;
+} hy_fwd_split;
+typedef struct hy_fwd_tk {
+    long long held; /* ticket taken but not yet used, -1 when none */
+    long long base; /* first ticket of the next dynamic call */
+    unsigned char pad[48];
+} hy_fwd_tk;
+/* Resets the tickets; called before each step job is run (single-threaded). */
+void hy_fwd_split_reset(hy_ctx *c);
+void hy_fwd_split_begin(const hy_ctx *c, const hy_mat *W, int T, int ith, int nth, hy_fwd_split *sp);
+/* The next rows [*o0, *o1) for thread ith; false when this call has none left for it. */
+bool hy_fwd_split_next(const hy_ctx *c, hy_fwd_split *sp, int ith, int *o0, int *o1);
+
+/* Matmul with rows split across threads (hy_fwd_split_*): y[t][o] (+)= W[o]·x[t], t < T. */
 void hy_fwd_matmul(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
                    bool accumulate, int ith, int nth);
 /* The same on rows [o0, o1) chosen by the caller (thread ith's scratch). */

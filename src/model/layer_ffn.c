@@ -1,8 +1,8 @@
 /*
  * Post-attention RMSNorm (1+w) and SwiGLU MLP (spec §3.2, §3.4), run by every
  * thread of a step job. A thread computes the same rows of gate_proj and
- * up_proj, so it can form silu(gate)*up for its rows without a barrier (the
- * tier's vector silu_mul, kernels/gdn.h).
+ * up_proj (the chunks of gate_proj's split), so it can form silu(gate)*up for
+ * its rows without a barrier (the tier's vector silu_mul, kernels/gdn.h).
  *
  *   phase 1  post_attention_layernorm          tokens split
  *   phase 2  gate/up projections + silu*mul    rows split
@@ -20,9 +20,10 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
     hy_fwd_norm_rows(c, c->x, L->post_norm, true, c->xn, ith, nth);
     hy_threadpool_barrier(c->tp);
 
+    hy_fwd_split sp;
     int o0, o1;
-    hy_fwd_rows(&lw->gate_proj, ith, nth, &o0, &o1);
-    if (o1 > o0) {
+    hy_fwd_split_begin(c, &lw->gate_proj, T, ith, nth, &sp);
+    while (hy_fwd_split_next(c, &sp, ith, &o0, &o1)) {
         hy_fwd_matmul_rows(c, &lw->gate_proj, T, c->xn, D, c->f_gate, F, o0, o1, false, ith);
         hy_fwd_matmul_rows(c, &lw->up_proj, T, c->xn, D, c->f_up, F, o0, o1, false, ith);
         for (int t = 0; t < T; t++) c->gdn->silu_mul(o1 - o0, c->f_gate + t * F + o0, c->f_up + t * F + o0);

@@ -15,7 +15,7 @@
  *                                                                heads split
  *            so both threads are busy even with few heads and one chunk.
  *   phase 5  gated RMSNorm per value head with the PLAIN weight (not 1+w),
- *            times silu(z)                                       tokens split
+ *            times silu(z)                           (token, head) pairs split
  *   phase 6  out_proj, added to the residual                     rows split
  *
  * The GDN state (recurrent [Hv][dk][dv], conv [K-1][conv_dim]) lives in the
@@ -87,13 +87,15 @@ void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
     }
     hy_threadpool_barrier(c->tp);
 
-    for (int t = t0; t < t1; t++) {
-        for (int h = 0; h < Hv; h++) {
-            float *o = c->g_o + t * VD + (size_t)h * dv;
-            const float *z = c->g_z + t * VD + (size_t)h * dv;
-            hy_ref_rmsnorm(o, L->gdn_norm, dv, d->eps, false, o);
-            for (int j = 0; j < dv; j++) o[j] *= hy_siluf(z[j]);
-        }
+    /* (token, head) pairs split, so a 1-token step uses every thread */
+    int q0, q1;
+    hy_split_range(T * Hv, ith, nth, &q0, &q1);
+    for (int p = q0; p < q1; p++) {
+        const int t = p / Hv, h = p % Hv;
+        float *o = c->g_o + t * VD + (size_t)h * dv;
+        const float *z = c->g_z + t * VD + (size_t)h * dv;
+        hy_ref_rmsnorm(o, L->gdn_norm, dv, d->eps, false, o);
+        for (int j = 0; j < dv; j++) o[j] *= hy_siluf(z[j]);
     }
     hy_threadpool_barrier(c->tp);
 

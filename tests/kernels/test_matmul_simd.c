@@ -335,11 +335,67 @@ static void test_nonfinite(void **st) {
     hy_free(scratch);
 }
 
+/* Every e4m3 code through every tier's FP8 loaders, exactly: row o holds code (k + o) & 255 at
+ * column k and token t is one-hot at column k, so each output is a single product
+ * fl32(e4m3 · scale) (· 1, plus exact zeros) and must equal the reference bit for bit, for T = 1 (GEMV), 32
+ * (GEMV tiles) and 256 (GEMM). Column blocks carry small, subnormal-producing and (second
+ * set) large scales, which the GEMV's direct fp32 conversion must hand to its fallback. */
+static void test_fp8_codes(void **st) {
+    (void)st;
+    if (!n_tiers) skip();
+    enum { R = 16, C = 256, BS1 = 32, NBC = C / BS1 };
+    static const float sets[2][NBC] = {
+        {1.0f, 0x1p-20f, 3.7e-3f, 0x1p-140f, 0.5f, 100.0f, 127.9f, 1e-38f},
+        {1.0f, 3.7e-3f, 128.0f, 0x1p100f, 0x1p-140f, 2.5e5f, 0.25f, 1e30f},
+    };
+    uint8_t *data = hy_calloc_aligned((size_t)R * C, 1);
+    float *scale = hy_calloc_aligned(NBC, 4);
+    float *x = calloc((size_t)C * C, sizeof(float)), *y = malloc(sizeof(float) * (size_t)C * R),
+          *yr = malloc(sizeof(float) * (size_t)C * R);
+    void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(C), 1);
+    for (int o = 0; o < R; o++)
+        for (int k = 0; k < C; k++) /* NaN codes (documented as ±480 in SIMD) would poison the sums as 0·NaN */
+            data[(size_t)o * C + k] = ((k + o) & 0x7f) == 0x7f ? 0 : (uint8_t)((k + o) & 255);
+    for (int k = 0; k < C; k++) x[(size_t)k * C + k] = 1.0f;
+    hy_mat W = {.fmt = HY_WFMT_FP8, .rows = R, .cols = C, .data = data, .scale = scale, .bs0 = R, .bs1 = BS1,
+                .name = "codes"};
+    long checked = 0;
+    for (int set = 0; set < 2; set++) {
+        memcpy(scale, sets[set], sizeof sets[set]);
+        hy_ref_matmul_mat(&W, C, x, C, yr, R, 0, R, false, HY_ACT_F32, scratch);
+        for (int ti = 0; ti < n_tiers; ti++)
+            for (int T = 1; T <= C; T = T == 1 ? 32 : C * 2) {
+                if (T == 32 * 2) T = C;
+                for (int t0 = 0; t0 < C; t0 += T)
+                    tier_fn[ti](&W, T, x + (size_t)t0 * C, C, y + (size_t)t0 * R, R, 0, R, false, HY_ACT_F32, scratch);
+                for (int k = 0; k < C; k++)
+                    for (int o = 0; o < R; o++) {
+                        const int code = data[(size_t)o * C + k];
+                        const float a = y[(size_t)k * R + o], b = yr[(size_t)k * R + o];
+                        if (memcmp(&a, &b, sizeof a)) {
+                            printf("%s fp8 code 0x%02x scale %g T=%d: %.9g vs ref %.9g\n", hy_isa_name(tier_isa[ti]),
+                                   code, (double)scale[k / BS1], T, (double)a, (double)b);
+                            fail();
+                        }
+                        checked++;
+                    }
+            }
+    }
+    printf("fp8 codes: %ld single products bit-identical to the reference\n", checked);
+    hy_free(scratch);
+    free(x);
+    free(y);
+    free(yr);
+    hy_free(scale);
+    hy_free(data);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_quant_act),
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_fp8_codes),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

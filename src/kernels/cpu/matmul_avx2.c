@@ -82,6 +82,16 @@ static inline vf vf_load_fp8m(const uint8_t *p, int n) {
     memcpy(t, p, (size_t)n);
     return vf_load_fp8(t);
 }
+/* e4m3 -> fp32 of value·2^-120 (see matmul_avx512.c) */
+static inline vf vf_load_fp8x(const uint8_t *p) {
+    const __m256i d = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(d, 20), _mm256_set1_epi32((int)0x87f00000u)));
+}
+static inline vf vf_load_fp8xm(const uint8_t *p, int n) {
+    uint8_t t[8] = {0};
+    memcpy(t, p, (size_t)n);
+    return vf_load_fp8x(t);
+}
 /* round to the nearest bf16 value (ties to even), kept as fp32 */
 static inline vf vf_round_bf16(vf v) {
     const __m256i u = _mm256_castps_si256(v);
