@@ -39,6 +39,7 @@
 #include "model/random_model.h"
 #include "model/shapes.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -297,6 +298,14 @@ int main(int argc, char **argv) {
                    "(+ %.1f KiB of fp32 KV per tail token, < %d tail tokens)\n",
                    (double)hy_hp_gdn_state_bytes(&m->hp) / 1048576.0, (double)hy_hp_gdn_conv_bytes(&m->hp, 4) / 1048576.0,
                    computed / 1048576.0, kv_tok / 1024.0, 16);
+            /* held bytes = n x computed state + whole tail KV rows: check it exactly */
+            const double tail = (double)pc->checkpoint_bytes - (double)pc->checkpoints * computed;
+            const double ttok = kv_tok > 0 ? tail / kv_tok : -1;
+            const bool exact = pc->checkpoints > 0 && tail >= 0 && ttok == (double)(long long)ttok &&
+                               ttok < 16.0 * (double)pc->checkpoints;
+            printf("held = %llu x %.0f B (computed state) + %.0f tail KV rows x %.0f B: %s\n",
+                   (unsigned long long)pc->checkpoints, computed, ttok, kv_tok,
+                   exact ? "equal to the computed size" : "MISMATCH with the computed size");
             printf("KV blocks held %llu (%.2f MiB); lookups %llu, hits %llu, tokens reused %llu of %llu\n",
                    (unsigned long long)pc->blocks, (double)pc->block_bytes / 1048576.0, (unsigned long long)pc->queries,
                    (unsigned long long)pc->hits, (unsigned long long)pc->hit_tokens, (unsigned long long)pc->query_tokens);
