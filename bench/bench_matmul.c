@@ -29,19 +29,10 @@
 #include <string.h>
 #include <time.h>
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double cpu_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include "roof_kernels.inc"
 
 #define MAXTH 64
+
 static double max_of(const double *v, int n) {
     double m = 0;
     for (int i = 0; i < n; i++)
@@ -59,98 +50,6 @@ typedef struct roof_job {
     float sink[MAXTH];
     double cpu[MAXTH];
 } roof_job;
-
-__attribute__((target("avx512f"))) static float read_avx512(const float *p, size_t n) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t i = 0; i + 64 <= n; i += 64) {
-        a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
-        a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
-        a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
-        a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-}
-
-__attribute__((target("avx2"))) static float read_avx2(const float *p, size_t n) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t i = 0; i + 32 <= n; i += 32) {
-        a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-        a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-        a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-        a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-    }
-    float o[8];
-    _mm256_storeu_ps(o, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-    return o[0] + o[7];
-}
-
-#define X12(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11)
-__attribute__((target("avx512f"))) static float fma_avx512(long iters) {
-    const __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
-#define D(i) __m512 a##i = _mm512_set1_ps((float)i);
-    X12(D)
-#undef D
-    for (long it = 0; it < iters; it++) {
-#define S(i) a##i = _mm512_fmadd_ps(a##i, x, y);
-        X12(S)
-#undef S
-    }
-    __m512 s = _mm512_setzero_ps();
-#define R(i) s = _mm512_add_ps(s, a##i);
-    X12(R)
-#undef R
-    return _mm512_reduce_add_ps(s);
-}
-__attribute__((target("avx2,fma"))) static float fma_avx2(long iters) {
-    const __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
-#define D(i) __m256 a##i = _mm256_set1_ps((float)i);
-    X12(D)
-#undef D
-    for (long it = 0; it < iters; it++) {
-#define S(i) a##i = _mm256_fmadd_ps(a##i, x, y);
-        X12(S)
-#undef S
-    }
-    __m256 s = _mm256_setzero_ps();
-#define R(i) s = _mm256_add_ps(s, a##i);
-    X12(R)
-#undef R
-    float o[8];
-    _mm256_storeu_ps(o, s);
-    return o[0];
-}
-__attribute__((target("avx512f,avx512bf16"))) static float bf16_avx512(long iters) {
-    const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3400);
-#define D(i) __m512 a##i = _mm512_set1_ps((float)i);
-    X12(D)
-#undef D
-    for (long it = 0; it < iters; it++) {
-#define S(i) a##i = _mm512_dpbf16_ps(a##i, x, y);
-        X12(S)
-#undef S
-    }
-    __m512 s = _mm512_setzero_ps();
-#define R(i) s = _mm512_add_ps(s, a##i);
-    X12(R)
-#undef R
-    return _mm512_reduce_add_ps(s);
-}
-__attribute__((target("avx512f,avx512vnni"))) static float int8_avx512(long iters) {
-    const __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
-#define D(i) __m512i a##i = _mm512_set1_epi32(i);
-    X12(D)
-#undef D
-    for (long it = 0; it < iters; it++) {
-#define S(i) a##i = _mm512_dpbusd_epi32(a##i, x, y);
-        X12(S)
-#undef S
-    }
-    __m512i s = _mm512_setzero_si512();
-#define R(i) s = _mm512_add_epi32(s, a##i);
-    X12(R)
-#undef R
-    return (float)_mm512_reduce_add_epi32(s);
-}
 
 static hy_cpu_features g_cpu;
 
