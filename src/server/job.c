@@ -60,6 +60,15 @@ static void emit_chat(hy_job *j, int idx, json_t *delta, const char *finish, jso
     hy_sse_chunk(j, c);
 }
 
+/* A streamed chunk whose delta is {"tool_calls": [tc]} (takes tc). */
+static void emit_tool_delta(hy_job *j, int idx, json_t *tc) {
+    json_t *arr = json_array();
+    json_array_append_new(arr, tc);
+    json_t *delta = json_object();
+    json_object_set_new(delta, "tool_calls", arr);
+    emit_chat(j, idx, delta, NULL, NULL);
+}
+
 static void emit_completion(hy_job *j, int idx, const char *text, size_t len, const char *finish, json_t *stop_reason) {
     hy_job_choice *jc = &j->ch[idx];
     json_t *ch;
@@ -141,11 +150,7 @@ static void on_delta(void *u, const hy_out_delta *d) {
             json_object_set_new(fn, "name", hy_oai_json_stringn(c->name, strlen(c->name)));
             json_object_set_new(fn, "arguments", json_string(""));
             json_object_set_new(tc, "function", fn);
-            json_t *arr = json_array();
-            json_array_append_new(arr, tc);
-            json_t *delta = json_object();
-            json_object_set_new(delta, "tool_calls", arr);
-            emit_chat(j, dc->idx, delta, NULL, NULL);
+            emit_tool_delta(j, dc->idx, tc);
         }
         break;
     case HY_OUT_TOOL_ARGS:
@@ -165,11 +170,7 @@ static void on_delta(void *u, const hy_out_delta *d) {
             json_t *fn = json_object();
             json_object_set_new(fn, "arguments", hy_oai_json_stringn(d->text, d->len));
             json_object_set_new(tc, "function", fn);
-            json_t *arr = json_array();
-            json_array_append_new(arr, tc);
-            json_t *delta = json_object();
-            json_object_set_new(delta, "tool_calls", arr);
-            emit_chat(j, dc->idx, delta, NULL, NULL);
+            emit_tool_delta(j, dc->idx, tc);
         }
         break;
     }
