@@ -23,6 +23,7 @@
 #include "engine/engine.h"
 #include "engine/fwd_model.h"
 #include "model/model.h"
+#include "engine_runs.h"
 #include "test_util.h"
 
 #include <stdio.h>
@@ -112,14 +113,6 @@ typedef struct budget {
     size_t kv, state;
 } budget;
 
-static int empty_token_bytes(void *ctx, int32_t id, const char **b, size_t *len) {
-    (void)ctx;
-    (void)id;
-    *b = "";
-    *len = 0;
-    return 0;
-}
-
 static void runner_start(runner *R, bool cache, const budget *b) {
     memset(R, 0, sizeof *R);
     hy_err err = {0};
@@ -146,7 +139,7 @@ static void runner_start(runner *R, bool cache, const budget *b) {
     }
     c.logits_hook = hook;
     c.logits_hook_ctx = &R->rec;
-    hy_engine_text t = {NULL, g_model->hp.vocab_size, empty_token_bytes};
+    hy_engine_text t = {NULL, g_model->hp.vocab_size, hy_test_empty_token_bytes};
     int rc = hy_engine_create(&R->e, &c, &mv, &t, &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
     assert_int_equal(rc, 0);
@@ -160,42 +153,13 @@ static void runner_stop(runner *R) {
 
 
 static hy_request *submit(runner *R, const req_spec *q) {
-    hy_gen_params p;
-    memset(&p, 0, sizeof p);
-    p.prompt = q->prompt;
-    p.n_prompt = q->n;
-    p.n = 1;
-    p.max_tokens = q->max_tokens;
-    hy_sampling_params_default(&p.sp);
-    p.sp.temperature = 0.0f;
-    p.has_seed = true;
-    p.ignore_eos = true;
-    p.n_logprobs = -1;
-    p.split_at = q->split;
-    p.n_split_at = q->n_split;
-    p.checkpoint_at = q->ckpt;
-    p.n_checkpoint_at = q->n_ckpt;
-    p.tag = q->tag;
-    hy_request *r = NULL;
-    hy_err err = {0};
-    int rc = hy_engine_submit(R->e, &p, &r, &err);
-    if (rc) fprintf(stderr, "%s\n", err.msg);
-    assert_int_equal(rc, 0);
-    return r;
+    return hy_test_submit_greedy(R->e, q->prompt, q->n, q->max_tokens, q->split, q->n_split, q->ckpt, q->n_ckpt,
+                                 q->tag);
 }
 
 static void collect(hy_request *r, outcome *o) {
     memset(o, 0, sizeof *o);
-    hy_event ev;
-    int rc;
-    while ((rc = hy_request_next_event(r, &ev, 60000)) == 1) {
-        if (ev.type == HY_EV_TOKEN && o->n_tok < MAX_GEN) o->tok[o->n_tok++] = ev.token;
-        else if (ev.type == HY_EV_FINISH) o->fin = ev.finish;
-        else if (ev.type == HY_EV_DONE) o->cached = ev.cached_tokens;
-        hy_event_clear(&ev);
-    }
-    assert_int_equal(rc, -1);
-    hy_request_release(r);
+    hy_test_collect(r, o->tok, MAX_GEN, &o->n_tok, &o->fin, &o->cached);
 }
 
 /* Runs the requests in waves (wave[i] requests submitted together, then all

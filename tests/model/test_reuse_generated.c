@@ -29,6 +29,7 @@
 #include "engine/engine.h"
 #include "engine/fwd_model.h"
 #include "model/model.h"
+#include "engine_runs.h"
 #include "test_util.h"
 
 #include <math.h>
@@ -96,14 +97,6 @@ typedef struct runner {
     rows rec;
 } runner;
 
-static int empty_token_bytes(void *ctx, int32_t id, const char **b, size_t *len) {
-    (void)ctx;
-    (void)id;
-    *b = "";
-    *len = 0;
-    return 0;
-}
-
 static void runner_start(runner *R, bool cache, bool reuse, int slots) {
     memset(R, 0, sizeof *R);
     hy_err err = {0};
@@ -122,7 +115,7 @@ static void runner_start(runner *R, bool cache, bool reuse, int slots) {
     c.reuse_generated = reuse;
     c.logits_hook = hook;
     c.logits_hook_ctx = &R->rec;
-    hy_engine_text t = {NULL, g_model->hp.vocab_size, empty_token_bytes};
+    hy_engine_text t = {NULL, g_model->hp.vocab_size, hy_test_empty_token_bytes};
     int rc = hy_engine_create(&R->e, &c, &mv, &t, &err);
     if (rc) fprintf(stderr, "%s\n", err.msg);
     assert_int_equal(rc, 0);
@@ -152,42 +145,12 @@ typedef struct req {
 } req;
 
 static hy_request *submit(runner *R, const req *q) {
-    hy_gen_params p;
-    memset(&p, 0, sizeof p);
-    p.prompt = q->prompt;
-    p.n_prompt = q->n;
-    p.n = 1;
-    p.max_tokens = q->max_tokens;
-    hy_sampling_params_default(&p.sp);
-    p.sp.temperature = 0.0f;
-    p.has_seed = true;
-    p.ignore_eos = true;
-    p.n_logprobs = -1;
-    p.split_at = q->split;
-    p.n_split_at = q->n_split;
-    p.checkpoint_at = q->ckpt;
-    p.n_checkpoint_at = q->n_ckpt;
-    p.tag = q->tag;
-    hy_request *r = NULL;
-    hy_err err = {0};
-    int rc = hy_engine_submit(R->e, &p, &r, &err);
-    if (rc) fprintf(stderr, "%s\n", err.msg);
-    assert_int_equal(rc, 0);
-    return r;
+    return hy_test_submit_greedy(R->e, q->prompt, q->n, q->max_tokens, q->split, q->n_split, q->ckpt, q->n_ckpt,
+                                 q->tag);
 }
 
 static void collect(hy_request *r, req *q) {
-    q->n_tok = 0;
-    hy_event ev;
-    int rc;
-    while ((rc = hy_request_next_event(r, &ev, 60000)) == 1) {
-        if (ev.type == HY_EV_TOKEN && q->n_tok < MAX_GEN) q->tok[q->n_tok++] = ev.token;
-        else if (ev.type == HY_EV_FINISH) q->fin = ev.finish;
-        else if (ev.type == HY_EV_DONE) q->cached = ev.cached_tokens;
-        hy_event_clear(&ev);
-    }
-    assert_int_equal(rc, -1);
-    hy_request_release(r);
+    hy_test_collect(r, q->tok, MAX_GEN, &q->n_tok, &q->fin, &q->cached);
 }
 
 static void run1(runner *R, req *q) { collect(submit(R, q), q); }
