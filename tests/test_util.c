@@ -63,3 +63,18 @@ int hy_test_isa_tiers(const char *names[], int cap) {
             names[n++] = hy_isa_name((hy_isa)i);
     return n;
 }
+
+int32_t *hy_test_json_ids(const json_t *arr, int *n) {
+    *n = (int)json_array_size(arr);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(*n > 0 ? *n : 1));
+    if (!ids) abort();
+    for (int i = 0; i < *n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(arr, (size_t)i));
+    return ids;
+}
+
+int hy_test_argmax(const float *x, int n) {
+    int b = 0;
+    for (int i = 1; i < n; i++)
+        if (x[i] > x[b]) b = i;
+    return b;
+}

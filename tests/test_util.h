@@ -2,6 +2,7 @@
 #ifndef HY_TEST_UTIL_H
 #define HY_TEST_UTIL_H
 
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,5 +17,10 @@ double hy_test_max_abs_diff(const float *a, const float *b, size_t n);
  * tier this build has and this CPU runs ("ref" first). Fills names (static strings), returns
  * the count (>= 1). */
 int hy_test_isa_tiers(const char *names[], int cap);
+/* A JSON array of integers (golden manifests' "ids", "tokens") as a malloc'd int32 array of
+ * *n entries (non-NULL even when empty); caller frees. */
+int32_t *hy_test_json_ids(const json_t *arr, int *n);
+/* Index of the largest of n floats (the first one on ties). */
+int hy_test_argmax(const float *x, int n);
 
 #endif

@@ -68,21 +68,6 @@ typedef struct prompt {
     bool all;
 } prompt;
 
-static int32_t *json_ids(const json_t *arr, int *n) {
-    *n = (int)json_array_size(arr);
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(*n > 0 ? *n : 1));
-    assert_non_null(ids);
-    for (int i = 0; i < *n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(arr, (size_t)i));
-    return ids;
-}
-
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
 /* Logits of every prompt, concatenated (rows: all positions or the last). */
 static float *run_prompts(hy_ctx *ctx, hy_seq *seq, const prompt *p, int np, int V, size_t *rows) {
     size_t total = 0;
@@ -115,7 +100,7 @@ static int greedy(hy_ctx *ctx, hy_seq *seq, const int32_t *ids, int n, const int
     assert_int_equal(hy_forward(ctx, seq, ids, n, lg, false, &err), 0);
     int prefix = -1;
     for (int t = 0; t < ng; t++) {
-        int32_t tok = (int32_t)argmax(lg, V);
+        int32_t tok = (int32_t)hy_test_argmax(lg, V);
         if (tok == want[t]) (*same)++;
         else if (prefix < 0) prefix = t;
         /* continue from the recorded token so later steps are compared on the same context */
@@ -151,7 +136,7 @@ static void run_model(const char *name) {
         const char *pn = json_string_value(json_object_get(pj, "name"));
         for (int k = 0; k < 4; k++)
             if (pn && !strcmp(pn, want_prompts[k])) {
-                P[np].ids = json_ids(json_object_get(pj, "ids"), &P[np].n);
+                P[np].ids = hy_test_json_ids(json_object_get(pj, "ids"), &P[np].n);
                 P[np].all = !strcmp(json_string_value(json_object_get(pj, "positions")), "all");
                 np++;
             }
@@ -188,10 +173,10 @@ static void run_model(const char *name) {
                 for (size_t i = 0; i < json_array_size(prompts); i++) {
                     const json_t *pj = json_array_get(prompts, i);
                     if (pn && !strcmp(json_string_value(json_object_get(pj, "name")), pn))
-                        pids = json_ids(json_object_get(pj, "ids"), &pn_len);
+                        pids = hy_test_json_ids(json_object_get(pj, "ids"), &pn_len);
                 }
                 assert_non_null(pids);
-                int32_t *want = json_ids(json_object_get(gj, "tokens"), &ng);
+                int32_t *want = hy_test_json_ids(json_object_get(gj, "tokens"), &ng);
                 const int pre = greedy(ctx, seq, pids, pn_len, want, ng, V, &same);
                 if (pre < prefix_min) prefix_min = pre;
                 total += ng;

@@ -81,20 +81,6 @@ static float *load_f32(const char *name, const char *file, size_t expect) {
     return p;
 }
 
-static int32_t *json_ids(json_t *arr, int *n) {
-    *n = (int)json_array_size(arr);
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(*n > 0 ? *n : 1));
-    for (int i = 0; i < *n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(arr, (size_t)i));
-    return ids;
-}
-
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
 /* One call, or a list of call sizes; returns logits of every position. */
 static float *run_all(hy_ctx *ctx, hy_seq *seq, const int32_t *ids, int n, const int *sp, int k, int V) {
     hy_err err;
@@ -164,7 +150,7 @@ static void check_model(const char *name, double *worst_out) {
         const char *pname = json_string_value(json_object_get(p, "name"));
         bool all = !strcmp(json_string_value(json_object_get(p, "positions")), "all");
         int n;
-        int32_t *ids = json_ids(json_object_get(p, "ids"), &n);
+        int32_t *ids = hy_test_json_ids(json_object_get(p, "ids"), &n);
         assert_true(n >= 1 && n <= 1024);
         if (n > SAN_MAX_T) {
             free(ids);
@@ -259,13 +245,13 @@ static void check_model(const char *name, double *worst_out) {
                     p = json_array_get(prompts, pi);
             assert_non_null(p);
             int n, ng;
-            int32_t *ids = json_ids(json_object_get(p, "ids"), &n);
-            int32_t *want = json_ids(json_object_get(g, "tokens"), &ng);
+            int32_t *ids = hy_test_json_ids(json_object_get(p, "ids"), &n);
+            int32_t *want = hy_test_json_ids(json_object_get(g, "tokens"), &ng);
             hy_seq_reset(seq);
             assert_int_equal(hy_forward(ctx[k], seq, ids, n, lg, false, &err), 0);
             int match = 0;
             for (int i = 0; i < ng; i++) {
-                int32_t tok = argmax(lg, V);
+                int32_t tok = hy_test_argmax(lg, V);
                 if (tok != want[i]) break;
                 match++;
                 assert_int_equal(hy_forward(ctx[k], seq, &tok, 1, lg, false, &err), 0);

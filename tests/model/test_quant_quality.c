@@ -94,13 +94,6 @@ typedef struct acc {
     long n, top1;
 } acc;
 
-static int argmax(const float *x, int n) {
-    int b = 0;
-    for (int i = 1; i < n; i++)
-        if (x[i] > x[b]) b = i;
-    return b;
-}
-
 /* KL(p || q) of the softmaxes of two logit rows, in nats. */
 static double kl(const float *a, const float *b, int n) {
     double ma = -INFINITY, mb = -INFINITY;
@@ -127,16 +120,9 @@ static void add_rows(acc *A, const float *ref, const float *got, int rows, int V
         const double k = kl(ref + (size_t)r * V, got + (size_t)r * V, V);
         A->kl_sum += k;
         if (k > A->kl_max) A->kl_max = k;
-        A->top1 += argmax(ref + (size_t)r * V, V) == argmax(got + (size_t)r * V, V);
+        A->top1 += hy_test_argmax(ref + (size_t)r * V, V) == hy_test_argmax(got + (size_t)r * V, V);
         A->n++;
     }
-}
-
-static int32_t *json_ids(json_t *arr, int *n) {
-    *n = (int)json_array_size(arr);
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(*n > 0 ? *n : 1));
-    for (int i = 0; i < *n; i++) ids[i] = (int32_t)json_integer_value(json_array_get(arr, (size_t)i));
-    return ids;
 }
 
 static float *run(hy_ctx *ctx, hy_seq *seq, const int32_t *ids, int n, int V) {
@@ -173,7 +159,7 @@ static prompt_set fixture_prompts(const char *name) {
         json_t *prompts = json_object_get(man, keys[k]);
         for (size_t pi = 0; pi < json_array_size(prompts) && ps.n < 32; pi += k ? Q_STRIDE : 1) {
             int n;
-            int32_t *ids = json_ids(json_object_get(json_array_get(prompts, pi), "ids"), &n);
+            int32_t *ids = hy_test_json_ids(json_object_get(json_array_get(prompts, pi), "ids"), &n);
             if (n > MAX_T || n < 1) {
                 free(ids);
                 continue;
@@ -209,7 +195,7 @@ static void quality_table(const char *label, const hy_model *m, const prompt_set
         for (int i = 0; i < n * V; i++) base[i] *= (float)temp_mul;
         for (int r = 0; r < n; r++) { /* mean top-1 probability of the reference */
             const float *b = base + (size_t)r * V;
-            double mx = b[argmax(b, V)], s = 0;
+            double mx = b[hy_test_argmax(b, V)], s = 0;
             for (int i = 0; i < V; i++) s += exp(b[i] - mx);
             pmax += 1.0 / s;
             npos++;
@@ -315,7 +301,7 @@ static double calibrate_temp(const hy_model *m, const prompt_set *ps) {
         for (int pi = 0; pi < ps->n; pi++)
             for (int r = 0; r < ps->len[pi]; r++) {
                 const float *b = lg[pi] + (size_t)r * V;
-                const double mx = b[argmax(b, V)];
+                const double mx = b[hy_test_argmax(b, V)];
                 double sum = 0;
                 for (int i = 0; i < V; i++) sum += exp((b[i] - mx) * mid);
                 pm += 1.0 / sum;
