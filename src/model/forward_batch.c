@@ -32,10 +32,7 @@ void hy_layer_attn_batch(hy_ctx *c, int layer, int ith, int nth) {
     const size_t D = (size_t)d->D, qg_w = 2 * (size_t)Hq * Dh, kv_w = (size_t)Hkv * Dh, o_w = (size_t)Hq * Dh;
     const size_t half = (size_t)d->rot_half;
 
-    hy_fwd_matmul(c, &lw->q_proj, T, c->xn, D, c->a_qg, qg_w, false, ith, nth);
-    hy_fwd_matmul(c, &lw->k_proj, T, c->xn, D, c->a_k, kv_w, false, ith, nth);
-    hy_fwd_matmul(c, &lw->v_proj, T, c->xn, D, c->a_v, kv_w, false, ith, nth);
-    hy_threadpool_barrier(c->tp);
+    hy_layer_attn_project(c, layer, ith, nth);
 
     int t0, t1;
     hy_split_range(T, ith, nth, &t0, &t1);
@@ -94,11 +91,7 @@ void hy_layer_gdn_batch(hy_ctx *c, int layer, int ith, int nth) {
     const int T = c->T, Hv = d->Hv, Hk = d->Hk, dk = d->dk, dv = d->dv;
     const size_t D = (size_t)d->D, C = (size_t)d->conv_dim, KD = (size_t)d->key_dim, VD = (size_t)d->value_dim;
 
-    hy_fwd_matmul(c, &lw->in_proj_qkv, T, c->xn, D, c->g_qkv, C, false, ith, nth);
-    hy_fwd_matmul(c, &lw->in_proj_z, T, c->xn, D, c->g_z, VD, false, ith, nth);
-    hy_fwd_matmul(c, &lw->in_proj_b, T, c->xn, D, c->g_b, (size_t)Hv, false, ith, nth);
-    hy_fwd_matmul(c, &lw->in_proj_a, T, c->xn, D, c->g_a, (size_t)Hv, false, ith, nth);
-    hy_threadpool_barrier(c->tp);
+    hy_layer_gdn_project(c, layer, ith, nth);
 
     const hy_gdn_ops *K = c->gdn;
     int c0, c1, t0, t1;

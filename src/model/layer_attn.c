@@ -17,6 +17,17 @@
  */
 #include "model/forward_impl.h"
 
+void hy_layer_attn_project(hy_ctx *c, int layer, int ith, int nth) {
+    const hy_fwd_dims *d = &c->d;
+    const hy_layer_mats *lw = &c->lin.layers[layer];
+    const int T = c->T;
+    const size_t D = (size_t)d->D, qg_w = 2 * (size_t)d->Hq * d->Dh, kv_w = (size_t)d->Hkv * d->Dh;
+    hy_fwd_matmul(c, &lw->q_proj, T, c->xn, D, c->a_qg, qg_w, false, ith, nth);
+    hy_fwd_matmul(c, &lw->k_proj, T, c->xn, D, c->a_k, kv_w, false, ith, nth);
+    hy_fwd_matmul(c, &lw->v_proj, T, c->xn, D, c->a_v, kv_w, false, ith, nth);
+    hy_threadpool_barrier(c->tp);
+}
+
 void hy_layer_attn(hy_ctx *c, int layer, int ith, int nth) {
     const hy_fwd_dims *d = &c->d;
     const hy_layer_mats *lw = &c->lin.layers[layer];
@@ -26,10 +37,7 @@ void hy_layer_attn(hy_ctx *c, int layer, int ith, int nth) {
     const size_t D = (size_t)d->D, qg_w = 2 * (size_t)Hq * Dh, kv_w = (size_t)Hkv * Dh, o_w = (size_t)Hq * Dh;
     const size_t half = (size_t)d->rot_half;
 
-    hy_fwd_matmul(c, &lw->q_proj, T, c->xn, D, c->a_qg, qg_w, false, ith, nth);
-    hy_fwd_matmul(c, &lw->k_proj, T, c->xn, D, c->a_k, kv_w, false, ith, nth);
-    hy_fwd_matmul(c, &lw->v_proj, T, c->xn, D, c->a_v, kv_w, false, ith, nth);
-    hy_threadpool_barrier(c->tp);
+    hy_layer_attn_project(c, layer, ith, nth);
 
     int t0, t1;
     hy_split_range(T, ith, nth, &t0, &t1);

@@ -29,6 +29,18 @@
 
 #include <string.h>
 
+void hy_layer_gdn_project(hy_ctx *c, int layer, int ith, int nth) {
+    const hy_fwd_dims *d = &c->d;
+    const hy_layer_mats *lw = &c->lin.layers[layer];
+    const int T = c->T, Hv = d->Hv;
+    const size_t D = (size_t)d->D, C = (size_t)d->conv_dim, VD = (size_t)d->value_dim;
+    hy_fwd_matmul(c, &lw->in_proj_qkv, T, c->xn, D, c->g_qkv, C, false, ith, nth);
+    hy_fwd_matmul(c, &lw->in_proj_z, T, c->xn, D, c->g_z, VD, false, ith, nth);
+    hy_fwd_matmul(c, &lw->in_proj_b, T, c->xn, D, c->g_b, (size_t)Hv, false, ith, nth);
+    hy_fwd_matmul(c, &lw->in_proj_a, T, c->xn, D, c->g_a, (size_t)Hv, false, ith, nth);
+    hy_threadpool_barrier(c->tp);
+}
+
 void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
     const hy_fwd_dims *d = &c->d;
     const hy_layer_mats *lw = &c->lin.layers[layer];
@@ -37,11 +49,7 @@ void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth) {
     const int T = c->T, Hv = d->Hv, Hk = d->Hk, dk = d->dk, dv = d->dv;
     const size_t D = (size_t)d->D, C = (size_t)d->conv_dim, KD = (size_t)d->key_dim, VD = (size_t)d->value_dim;
 
-    hy_fwd_matmul(c, &lw->in_proj_qkv, T, c->xn, D, c->g_qkv, C, false, ith, nth);
-    hy_fwd_matmul(c, &lw->in_proj_z, T, c->xn, D, c->g_z, VD, false, ith, nth);
-    hy_fwd_matmul(c, &lw->in_proj_b, T, c->xn, D, c->g_b, (size_t)Hv, false, ith, nth);
-    hy_fwd_matmul(c, &lw->in_proj_a, T, c->xn, D, c->g_a, (size_t)Hv, false, ith, nth);
-    hy_threadpool_barrier(c->tp);
+    hy_layer_gdn_project(c, layer, ith, nth);
 
     const hy_gdn_ops *K = c->gdn;
     int c0, c1, t0, t1;
