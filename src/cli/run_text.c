@@ -131,9 +131,8 @@ int hy_cli_run_text(int argc, char **argv) {
     hy_fwd_model *fm = NULL;
     hy_engine *eng = NULL;
     hy_request *req = NULL;
-    char *text = NULL;
     int32_t *ids = NULL;
-    size_t n_ids = 0, text_len = 0;
+    size_t n_ids = 0;
     hy_gen_defaults gd;
     if (hy_model_load(&m, dir, &err) || hy_gen_defaults_load(&gd, dir, &err)) goto fail;
     if (hy_textio_load(&tx, tok_dir, &err)) {
@@ -141,16 +140,9 @@ int hy_cli_run_text(int argc, char **argv) {
         goto fail;
     }
     if (chat) {
-        if (hy_textio_chat_user(tx, prompt, no_think ? 0 : -1, &text, &text_len, &ids, &n_ids, &err)) goto fail;
-    } else {
-        text_len = strlen(prompt);
-        text = malloc(text_len + 1);
-        if (!text) {
-            hy_err_set(&err, HY_E_NOMEM, "out of memory");
-            goto fail;
-        }
-        memcpy(text, prompt, text_len + 1);
-        if (hy_textio_encode(tx, text, text_len, &ids, &n_ids, &err)) goto fail;
+        if (hy_textio_chat_user(tx, prompt, no_think ? 0 : -1, &ids, &n_ids, &err)) goto fail;
+    } else if (hy_textio_encode(tx, prompt, strlen(prompt), &ids, &n_ids, &err)) {
+        goto fail;
     }
     if (n_ids == 0) {
         hy_err_set(&err, HY_E_INVALID, "the prompt is empty");
@@ -232,6 +224,5 @@ fail:
     hy_textio_free(tx);
     hy_model_free(m);
     free(ids);
-    free(text);
     return rc;
 }

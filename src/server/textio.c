@@ -240,23 +240,21 @@ int32_t hy_textio_eos_id(const hy_textio *t) { return hy_tokenizer_eos_id(t->tok
 int hy_textio_vocab_size(const hy_textio *t) { return (int)hy_tokenizer_vocab_size(t->tok); }
 const char *hy_textio_template_desc(const hy_textio *t) { return t->desc; }
 
-int hy_textio_chat_user(hy_textio *t, const char *user_text, int enable_thinking, char **prompt, size_t *len,
-                        int32_t **ids, size_t *n, hy_err *err) {
+int hy_textio_chat_user(hy_textio *t, const char *user_text, int enable_thinking, int32_t **ids, size_t *n,
+                        hy_err *err) {
     *ids = NULL;
     *n = 0;
     json_t *msgs = json_pack("[{s:s, s:s}]", "role", "user", "content", user_text);
     if (!msgs) return hy_err_set(err, HY_E_INVALID, "the prompt is not valid UTF-8");
     hy_chat_marks mk;
-    int rc = render(t, msgs, NULL, enable_thinking, -1, prompt, len, &mk, err);
+    char *prompt = NULL;
+    size_t len = 0;
+    int rc = render(t, msgs, NULL, enable_thinking, -1, &prompt, &len, &mk, err);
     json_decref(msgs);
     if (rc) return rc;
-    rc = hy_tokenizer_encode_marked(t->tok, *prompt, *len, mk.markup, mk.n_markup, ids, n, err);
+    rc = hy_tokenizer_encode_marked(t->tok, prompt, len, mk.markup, mk.n_markup, ids, n, err);
     hy_chat_marks_free(&mk);
-    if (rc) {
-        free(*prompt);
-        *prompt = NULL;
-        *len = 0;
-    }
+    free(prompt);
     return rc;
 }
 

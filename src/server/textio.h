@@ -24,10 +24,11 @@ int hy_textio_vocab_size(const hy_textio *t);
 /* "qwen3_6 (recognised)" etc., for the start-up log. */
 const char *hy_textio_template_desc(const hy_textio *t);
 
-/* Renders a one-message chat prompt outside the server (hyla run --chat) and tokenizes it as
- * the server does (the user's text cannot produce special tokens). Both outputs malloc'd. */
-int hy_textio_chat_user(hy_textio *t, const char *user_text, int enable_thinking, char **prompt, size_t *len,
-                        int32_t **ids, size_t *n, hy_err *err);
+/* The token ids of a one-message chat prompt outside the server (hyla run --chat), rendered
+ * and tokenized as the server does (the user's text cannot produce special tokens). *ids is
+ * malloc'd. */
+int hy_textio_chat_user(hy_textio *t, const char *user_text, int enable_thinking, int32_t **ids, size_t *n,
+                        hy_err *err);
 /* Encodes with special-token parsing (prompts rendered from templates). */
 int hy_textio_encode(hy_textio *t, const char *text, size_t len, int32_t **ids, size_t *n, hy_err *err);
 
