@@ -193,11 +193,9 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
         hy_ctx_free(c);
         return hy_err_wrap(err, "forward");
     }
-    c->mm_next = hy_calloc_aligned(1, 64);
-    c->mm_tk = hy_calloc_aligned((size_t)n_threads, sizeof(hy_fwd_tk));
-    if (!c->mm_next || !c->mm_tk) {
+    if ((rc = hy_rowsplit_create(&c->split, n_threads, err))) {
         hy_ctx_free(c);
-        return hy_err_set(err, HY_E_NOMEM, "forward: out of memory for %d threads' matmul tickets", n_threads);
+        return hy_err_wrap(err, "forward");
     }
     if ((rc = hy_linears_create(&c->lin, m, opts ? opts->weights : HY_WEIGHTS_AUTO, opts ? opts->quant_flags : 0,
                                 c->tp, err))) {
@@ -271,7 +269,8 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     if (n_attn && d.Hq * d.Dh > max_cols) max_cols = d.Hq * d.Dh;
     if (n_gdn && d.value_dim > max_cols) max_cols = d.value_dim;
     c->mm_scratch_bytes = hy_matmul_scratch_bytes(max_cols);
-    size_t total = 2 * C * rounded((size_t)d.D) + 2 * C * rounded((size_t)d.rot_half) + c->work_floats +
+    c->xn_thr_ld = rounded((size_t)d.D);
+    size_t total = 2 * C * rounded((size_t)d.D) + (size_t)n_threads * c->xn_thr_ld + 2 * C * rounded((size_t)d.rot_half) + c->work_floats +
                    (size_t)n_threads * c->thr_work_floats + n_prep * c->gdn_prep_floats +
                    (size_t)n_threads * (c->mm_scratch_bytes / sizeof(float));
     c->scratch_bytes = total * sizeof(float);
@@ -284,6 +283,7 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     c->x = s; /* first buffer owns the allocation */
     take(&s, C * d.D);
     c->xn = take(&s, C * d.D);
+    c->xn_thr = take(&s, (size_t)n_threads * c->xn_thr_ld);
     c->rope_cos = take(&s, C * d.rot_half);
     c->rope_sin = take(&s, C * d.rot_half);
     c->thr_work = take(&s, (size_t)n_threads * c->thr_work_floats);
@@ -326,8 +326,7 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
 void hy_ctx_free(hy_ctx *c) {
     if (!c) return;
     hy_threadpool_free(c->tp);
-    hy_free(c->mm_tk);
-    hy_free((void *)c->mm_next);
+    hy_rowsplit_free(c->split);
     hy_linears_free(&c->lin);
     hy_free(c->x);
     hy_free(c->small);
@@ -415,6 +414,17 @@ void hy_fwd_norm_rows(const hy_ctx *c, const float *x, const float *w, bool one_
     for (int t = t0; t < t1; t++) hy_ref_rmsnorm(x + t * D, w, (int)D, c->d.eps, one_plus, y + t * D);
 }
 
+const float *hy_fwd_norm_input(hy_ctx *c, const float *w, int ith, int nth) {
+    if (c->T == 1) {
+        float *y = c->xn_thr + (size_t)ith * c->xn_thr_ld;
+        hy_ref_rmsnorm(c->x, w, c->d.D, c->d.eps, true, y);
+        return y;
+    }
+    hy_fwd_norm_rows(c, c->x, w, true, c->xn, ith, nth);
+    hy_threadpool_barrier(c->tp);
+    return c->xn;
+}
+
 void hy_fwd_rows(const hy_mat *W, int ith, int nth, int *o0, int *o1) {
     const int a = hy_matmul_row_align(W->fmt), nb = (W->rows + a - 1) / a;
     int b0, b1;
@@ -429,67 +439,34 @@ void hy_fwd_matmul_rows(const hy_ctx *c, const hy_mat *W, int T, const float *x,
         c->ops->matmul(W, T, x, ldx, y, ldy, o0, o1, accumulate, c->act, c->mm_scratch + (size_t)ith * c->mm_scratch_bytes);
 }
 
-void hy_fwd_split_reset(hy_ctx *c) {
-    atomic_store(c->mm_next, 0);
-    for (int i = 0; i < c->n_threads; i++) c->mm_tk[i] = (hy_fwd_tk){.held = -1, .base = 0};
-}
+void hy_fwd_split_reset(hy_ctx *c) { hy_rowsplit_reset(c->split); }
 
-/* Guided chunks: each is a 1/(2·nth) share of the rows not yet handed out, so the first ones
- * are long streams (few prefetch ramp-ups) and the last ones short (little waiting at the
- * next barrier: 1 MiB chunks throughout left 11% of the decode time in barriers), never
- * under HY_SPLIT_MIN_BYTES of weights. Chunk i depends only on (rows, i), not on timing. */
-#define HY_SPLIT_MIN_BYTES (128u << 10)
-
-static int split_chunk_end(const hy_fwd_split *sp, int start, int nth) {
-    int len = (sp->rows - start + 2 * nth - 1) / (2 * nth);
-    len = (len + sp->align - 1) / sp->align * sp->align;
-    if (len < sp->chunk_rows) len = sp->chunk_rows;
-    return start + len < sp->rows ? start + len : sp->rows;
-}
+/* Rows an owner takes at a time: short enough that a thief finds work to take over near the
+ * end, long enough that the compare-and-swap per piece costs nothing next to the reads. */
+#define HY_SPLIT_PIECE_BYTES (64u << 10)
 
 void hy_fwd_split_begin(const hy_ctx *c, const hy_mat *W, int T, int ith, int nth, hy_fwd_split *sp) {
     memset(sp, 0, sizeof *sp);
-    sp->rows = W->rows;
-    if (T > HY_MATMUL_GEMV_MAX_T || nth == 1) {
+    if (T > HY_MATMUL_GEMV_MAX_T || nth == 1 || W->rows > HY_ROWSPLIT_MAX_ROWS) {
         hy_fwd_rows(W, ith, nth, &sp->o0, &sp->o1);
         sp->done = sp->o1 <= sp->o0;
         return;
     }
     const int a = hy_matmul_row_align(W->fmt);
     const double row_bytes = (double)hy_mat_bytes(W) / (W->rows > 0 ? W->rows : 1);
-    double want = HY_SPLIT_MIN_BYTES / row_bytes;
-    int cr = ((int)(want < W->rows ? want : W->rows) + a - 1) / a * a;
-    if (cr < a) cr = a;
-    sp->chunk_rows = cr; /* the smallest chunk */
-    sp->align = a;
-    sp->nth = nth;
-    for (int start = 0; start < W->rows; sp->n++) start = split_chunk_end(sp, start, nth);
-    hy_fwd_tk *tk = &c->mm_tk[ith];
-    sp->base = tk->base;
-    tk->base += sp->n;
+    const double want = HY_SPLIT_PIECE_BYTES / row_bytes;
+    int piece = ((int)(want < W->rows ? want : W->rows) + a - 1) / a * a;
+    if (piece < a) piece = a;
+    sp->dynamic = true;
+    hy_rowsplit_begin(c->split, W->rows, a, piece, ith, &sp->call);
 }
 
 bool hy_fwd_split_next(const hy_ctx *c, hy_fwd_split *sp, int ith, int *o0, int *o1) {
+    if (sp->dynamic) return hy_rowsplit_next(c->split, &sp->call, ith, o0, o1);
     if (sp->done) return false;
-    if (sp->n == 0) {
-        sp->done = true;
-        *o0 = sp->o0;
-        *o1 = sp->o1;
-        return true;
-    }
-    hy_fwd_tk *tk = &c->mm_tk[ith];
-    if (tk->held < 0) tk->held = atomic_fetch_add(c->mm_next, 1);
-    HY_ASSERT(tk->held >= sp->base);
-    if (tk->held >= sp->base + sp->n) { /* a later call's ticket: keep it */
-        sp->done = true;
-        return false;
-    }
-    const int i = (int)(tk->held - sp->base);
-    tk->held = -1;
-    int start = 0;
-    for (int j = 0; j < i; j++) start = split_chunk_end(sp, start, sp->nth);
-    *o0 = start;
-    *o1 = split_chunk_end(sp, start, sp->nth);
+    sp->done = true;
+    *o0 = sp->o0;
+    *o1 = sp->o1;
     return true;
 }
 
@@ -517,18 +494,16 @@ static void step_job(void *arg, int ith, int nth) {
 
     for (int l = 0; l < d->L; l++) {
         const hy_layer_f32 *L = &c->layers[l];
-        hy_fwd_norm_rows(c, c->x, L->input_norm, true, c->xn, ith, nth);
-        hy_threadpool_barrier(c->tp);
-        if (L->type == HY_LAYER_ATTN) hy_layer_attn(c, l, ith, nth);
-        else hy_layer_gdn(c, l, ith, nth);
+        const float *xn = hy_fwd_norm_input(c, L->input_norm, ith, nth);
+        if (L->type == HY_LAYER_ATTN) hy_layer_attn(c, l, xn, ith, nth);
+        else hy_layer_gdn(c, l, xn, ith, nth);
         hy_layer_ffn(c, l, ith, nth);
     }
 
     if (!c->logits) return;
-    if (c->all_logits) {
-        hy_fwd_norm_rows(c, c->x, c->final_norm, true, c->xn, ith, nth);
-        hy_threadpool_barrier(c->tp);
-        hy_fwd_matmul(c, &c->lin.lm_head, c->T, c->xn, D, c->logits, (size_t)d->vocab, false, ith, nth);
+    if (c->all_logits || c->T == 1) {
+        const float *xn = hy_fwd_norm_input(c, c->final_norm, ith, nth);
+        hy_fwd_matmul(c, &c->lin.lm_head, c->T, xn, D, c->logits, (size_t)d->vocab, false, ith, nth);
     } else {
         const size_t last = (size_t)(c->T - 1) * D;
         if (ith == 0) hy_ref_rmsnorm(c->x + last, c->final_norm, (int)D, d->eps, true, c->xn + last);

@@ -17,6 +17,7 @@
 #include "kernels/gdn.h"
 #include "kernels/ops.h"
 #include "model/forward.h"
+#include "model/rowsplit.h"
 
 #include <stdatomic.h>
 
@@ -61,10 +62,7 @@ struct hy_ctx {
     size_t mm_scratch_bytes;
     hy_threadpool *tp;
     int n_threads;
-    /* dynamic row chunks of the decode matmuls (hy_fwd_split_*): a step-wide ticket counter
-     * and each thread's ticket in hand + chunks of the calls it has passed */
-    _Atomic long long *mm_next;
-    struct hy_fwd_tk *mm_tk; /* [nth], one cache line each */
+    hy_rowsplit *split;     /* rows of the decode matmuls (hy_fwd_split_*) */
     hy_fwd_dims d;
     hy_gdn_dims gd;
     int max_chunk;
@@ -78,6 +76,8 @@ struct hy_ctx {
     /* scratch, [max_chunk] rows each unless noted */
     float *x;          /* [D] residual stream */
     float *xn;         /* [D] normed input of the current sub-block */
+    float *xn_thr;     /* [nth][xn_thr_ld] the same, one private copy per thread, for 1-token steps */
+    size_t xn_thr_ld;
     float *rope_cos;   /* [rot_half] */
     float *rope_sin;   /* [rot_half] */
     float *work;       /* per-layer-type buffers below point into it */
@@ -117,46 +117,45 @@ struct hy_ctx {
     hy_seq **bseqs;
 };
 
-/* Layer bodies, run by every thread of a step job (ith of nth). They read ctx->x,
- * use ctx->xn / work, and add their output to ctx->x; a barrier ends each. */
-void hy_layer_attn(hy_ctx *c, int layer, int ith, int nth);
-void hy_layer_gdn(hy_ctx *c, int layer, int ith, int nth);
+/* Layer bodies, run by every thread of a step job (ith of nth). They read the normed input
+ * xn (attention, GDN: hy_fwd_norm_input of input_layernorm) or ctx->x (the FFN norms it
+ * itself), use work, and add their output to ctx->x; a barrier ends each. */
+void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth);
+void hy_layer_gdn(hy_ctx *c, int layer, const float *xn, int ith, int nth);
 void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth);
 /* The same for a batched decode step: token t is ONE new token of c->bseqs[t] (forward_batch.c). */
 void hy_layer_attn_batch(hy_ctx *c, int layer, int ith, int nth);
 void hy_layer_gdn_batch(hy_ctx *c, int layer, int ith, int nth);
 /* The input projections both forms share, barrier included: attention q(+gate)/k/v into
  * a_qg / a_k / a_v (layer_attn.c); GDN qkv / z / b / a into g_qkv / g_z / g_b / g_a
- * (layer_gdn.c). */
-void hy_layer_attn_project(hy_ctx *c, int layer, int ith, int nth);
-void hy_layer_gdn_project(hy_ctx *c, int layer, int ith, int nth);
+ * (layer_gdn.c). xn: the normed input (hy_fwd_norm_input, or c->xn). */
+void hy_layer_attn_project(hy_ctx *c, int layer, const float *xn, int ith, int nth);
+void hy_layer_gdn_project(hy_ctx *c, int layer, const float *xn, int ith, int nth);
 
 /* y[t] = rmsnorm(x[t]) for the tokens [t0, t1) owned by this thread. */
 void hy_fwd_norm_rows(const hy_ctx *c, const float *x, const float *w, bool one_plus, float *y, int ith, int nth);
+/* rmsnorm (1+w) of the residual c->x for a sub-block's matmuls; returns the buffer this
+ * thread's matmuls read. A 1-token step: every thread norms the whole row into its own copy
+ * (c->xn_thr), so no barrier separates the norm from the matmuls (decode runs ~50 of these a
+ * token, and one thread would idle through each). Longer steps: tokens split into c->xn, then a
+ * barrier. Every copy is computed by the same code, so all threads read equal values. */
+const float *hy_fwd_norm_input(hy_ctx *c, const float *w, int ith, int nth);
 /* Rows [*o0, *o1) of W for thread ith of nth: balanced, starting at multiples of the
  * kernels' row tile (hy_matmul_row_align). */
 void hy_fwd_rows(const hy_mat *W, int ith, int nth, int *o0, int *o1);
 /* Rows of one matmul call handed to a thread piece by piece. Every thread of the job calls
  * hy_fwd_split_begin for the same matrices in the same order (as for hy_fwd_matmul).
- * Up to HY_MATMUL_GEMV_MAX_T tokens (decode, batched decode) the rows are cut into shrinking
- * chunks (forward.c) which the threads take from a step-wide ticket counter, so a
- * thread that another process delays leaves its share to the other threads instead of
- * making them spin at the next barrier; a thread may carry a ticket of a later call past a
- * call it has no more work in. More tokens (prefill): one balanced static range per thread
- * (hy_fwd_rows). Results never depend on the split (kernels/matmul.h). */
+ * Up to HY_MATMUL_GEMV_MAX_T tokens (decode, batched decode): model/rowsplit.h, each thread
+ * streams its own contiguous part, a thread that runs out takes over half of another's.
+ * More tokens (prefill): one balanced static range per thread (hy_fwd_rows). Results never
+ * depend on the split (kernels/matmul.h). */
 typedef struct hy_fwd_split {
-    int rows, chunk_rows, n; /* dynamic: n chunks, the smallest chunk_rows; static: n = 0 */
-    int align, nth;
-    long long base;          /* ticket of this call's first chunk */
-    int o0, o1;              /* static range */
-    bool done;
+    hy_rowsplit_call call;
+    bool dynamic, done;
+    int o0, o1; /* static range */
 } hy_fwd_split;
-typedef struct hy_fwd_tk {
-    long long held; /* ticket taken but not yet used, -1 when none */
-    long long base; /* first ticket of the next dynamic call */
-    unsigned char pad[48];
-} hy_fwd_tk;
-/* Resets the tickets; called before each step job is run (single-threaded). */
+/* Starts a step's calls from the first again; called before each step job is run
+ * (single-threaded). */
 void hy_fwd_split_reset(hy_ctx *c);
 void hy_fwd_split_begin(const hy_ctx *c, const hy_mat *W, int T, int ith, int nth, hy_fwd_split *sp);
 /* The next rows [*o0, *o1) for thread ith; false when this call has none left for it. */

@@ -3,7 +3,8 @@
  *
  *   phase 1  q_proj / k_proj / v_proj           rows split across threads
  *   phase 2  per-head q/k norm (1+w), partial NeoX RoPE, K/V into the cache
- *                                               tokens split
+ *                                               tokens split (1 token: fused
+ *                                               into phase 3 by KV head)
  *   phase 3  causal softmax attention (GQA), times sigmoid(gate): the
  *            tier's flash-style kernel (c->kern.attn) over units of one KV
  *            head x attn_tb tokens, so the query heads of a group share every
@@ -17,56 +18,72 @@
  */
 #include "model/forward_impl.h"
 
-void hy_layer_attn_project(hy_ctx *c, int layer, int ith, int nth) {
+void hy_layer_attn_project(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
     const hy_fwd_dims *d = &c->d;
     const hy_layer_mats *lw = &c->lin.layers[layer];
     const int T = c->T;
     const size_t D = (size_t)d->D, qg_w = 2 * (size_t)d->Hq * d->Dh, kv_w = (size_t)d->Hkv * d->Dh;
-    hy_fwd_matmul(c, &lw->q_proj, T, c->xn, D, c->a_qg, qg_w, false, ith, nth);
-    hy_fwd_matmul(c, &lw->k_proj, T, c->xn, D, c->a_k, kv_w, false, ith, nth);
-    hy_fwd_matmul(c, &lw->v_proj, T, c->xn, D, c->a_v, kv_w, false, ith, nth);
+    hy_fwd_matmul(c, &lw->q_proj, T, xn, D, c->a_qg, qg_w, false, ith, nth);
+    hy_fwd_matmul(c, &lw->k_proj, T, xn, D, c->a_k, kv_w, false, ith, nth);
+    hy_fwd_matmul(c, &lw->v_proj, T, xn, D, c->a_v, kv_w, false, ith, nth);
     hy_threadpool_barrier(c->tp);
 }
 
-void hy_layer_attn(hy_ctx *c, int layer, int ith, int nth) {
+/* q/k norm and RoPE of token t for the query heads of KV heads [g0, g1) and those KV heads,
+ * K/V into the cache. */
+static void attn_qk_prep(hy_ctx *c, const hy_layer_f32 *L, int t, int g0, int g1) {
+    const hy_fwd_dims *d = &c->d;
+    const hy_kv_cache *kv = c->seq->kv;
+    const int Hq = d->Hq, Hkv = d->Hkv, Dh = d->Dh, group = Hq / Hkv;
+    const size_t qg_w = 2 * (size_t)Hq * Dh, kv_w = (size_t)Hkv * Dh, half = (size_t)d->rot_half;
+    const float *cs = c->rope_cos + t * half, *sn = c->rope_sin + t * half;
+    for (int h = g0 * group; h < g1 * group; h++) {
+        float *q = c->a_qg + t * qg_w + (size_t)h * 2 * Dh;
+        hy_ref_rmsnorm(q, L->q_norm, Dh, d->eps, true, q);
+        if (half) hy_ref_rope_neox(q, (int)half, cs, sn);
+    }
+    float *kc = hy_kv_cache_k(kv, L->slot, c->pos0 + t);
+    float *vc = hy_kv_cache_v(kv, L->slot, c->pos0 + t);
+    for (int g = g0; g < g1; g++) {
+        const float *k = c->a_k + t * kv_w + (size_t)g * Dh;
+        float *kd = kc + (size_t)g * Dh;
+        hy_ref_rmsnorm(k, L->k_norm, Dh, d->eps, true, kd);
+        if (half) hy_ref_rope_neox(kd, (int)half, cs, sn);
+        const float *v = c->a_v + t * kv_w + (size_t)g * Dh;
+        float *vd = vc + (size_t)g * Dh;
+        for (int i = 0; i < Dh; i++) vd[i] = v[i];
+    }
+}
+
+void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
     const hy_fwd_dims *d = &c->d;
     const hy_layer_mats *lw = &c->lin.layers[layer];
     const hy_layer_f32 *L = &c->layers[layer];
     const hy_kv_cache *kv = c->seq->kv;
     const int T = c->T, Hq = d->Hq, Hkv = d->Hkv, Dh = d->Dh;
     const size_t D = (size_t)d->D, qg_w = 2 * (size_t)Hq * Dh, kv_w = (size_t)Hkv * Dh, o_w = (size_t)Hq * Dh;
-    const size_t half = (size_t)d->rot_half;
 
-    hy_layer_attn_project(c, layer, ith, nth);
+    hy_layer_attn_project(c, layer, xn, ith, nth);
 
-    int t0, t1;
-    hy_split_range(T, ith, nth, &t0, &t1);
-    for (int t = t0; t < t1; t++) {
-        const float *cs = c->rope_cos + t * half, *sn = c->rope_sin + t * half;
-        for (int h = 0; h < Hq; h++) {
-            float *q = c->a_qg + t * qg_w + (size_t)h * 2 * Dh;
-            hy_ref_rmsnorm(q, L->q_norm, Dh, d->eps, true, q);
-            if (half) hy_ref_rope_neox(q, (int)half, cs, sn);
-        }
-        float *kc = hy_kv_cache_k(kv, L->slot, c->pos0 + t);
-        float *vc = hy_kv_cache_v(kv, L->slot, c->pos0 + t);
-        for (int g = 0; g < Hkv; g++) {
-            const float *k = c->a_k + t * kv_w + (size_t)g * Dh;
-            float *kd = kc + (size_t)g * Dh;
-            hy_ref_rmsnorm(k, L->k_norm, Dh, d->eps, true, kd);
-            if (half) hy_ref_rope_neox(kd, (int)half, cs, sn);
-        }
-        const float *v = c->a_v + t * kv_w;
-        for (size_t i = 0; i < kv_w; i++) vc[i] = v[i];
+    /* A 1-token step needs no barrier between phases 2 and 3: its attention unit for KV head
+     * g reads only the q heads of group g and K/V head g, so the thread that owns the unit
+     * prepares exactly those (decode: one barrier less, and phase 2 no longer runs on one
+     * thread). Longer steps: tokens split, then a barrier. */
+    if (T == 1) {
+        for (int g = ith; g < Hkv; g += nth) attn_qk_prep(c, L, 0, g, g + 1);
+    } else {
+        int t0, t1;
+        hy_split_range(T, ith, nth, &t0, &t1);
+        for (int t = t0; t < t1; t++) attn_qk_prep(c, L, t, 0, Hkv);
+        hy_threadpool_barrier(c->tp);
     }
-    hy_threadpool_barrier(c->tp);
 
     const int group = Hq / Hkv, tb = c->attn_tb;
     const int n_units = Hkv * ((T + tb - 1) / tb);
     float *work = c->thr_work + (size_t)ith * c->thr_work_floats;
     hy_attn_args a = {.ldq_t = qg_w, .ldq_h = 2 * (size_t)Dh, .ldo_t = o_w, .ldo_h = (size_t)Dh, .ld = kv_w,
                       .ng = group, .dh = Dh, .scale = (float)(1.0 / sqrt((double)Dh))};
-    for (int u = ith; u < n_units; u += nth) {
+    for (int u = ith; u < n_units; u += nth) { /* u = g for one token, as above */
         const int g = u % Hkv, ta = (u / Hkv) * tb;
         a.nt = T - ta < tb ? T - ta : tb;
         a.n_past = c->pos0 + ta;

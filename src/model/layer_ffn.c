@@ -4,7 +4,7 @@
  * up_proj (the chunks of gate_proj's split), so it can form silu(gate)*up for
  * its rows without a barrier (the tier's vector silu_mul, kernels/gdn.h).
  *
- *   phase 1  post_attention_layernorm          tokens split
+ *   phase 1  post_attention_layernorm          tokens split (1 token: every thread, own copy)
  *   phase 2  gate/up projections + silu*mul    rows split
  *   phase 3  down_proj, added to the residual  rows split
  */
@@ -17,15 +17,14 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
     const int T = c->T;
     const size_t D = (size_t)d->D, F = (size_t)d->F;
 
-    hy_fwd_norm_rows(c, c->x, L->post_norm, true, c->xn, ith, nth);
-    hy_threadpool_barrier(c->tp);
+    const float *xn = hy_fwd_norm_input(c, L->post_norm, ith, nth);
 
     hy_fwd_split sp;
     int o0, o1;
     hy_fwd_split_begin(c, &lw->gate_proj, T, ith, nth, &sp);
     while (hy_fwd_split_next(c, &sp, ith, &o0, &o1)) {
-        hy_fwd_matmul_rows(c, &lw->gate_proj, T, c->xn, D, c->f_gate, F, o0, o1, false, ith);
-        hy_fwd_matmul_rows(c, &lw->up_proj, T, c->xn, D, c->f_up, F, o0, o1, false, ith);
+        hy_fwd_matmul_rows(c, &lw->gate_proj, T, xn, D, c->f_gate, F, o0, o1, false, ith);
+        hy_fwd_matmul_rows(c, &lw->up_proj, T, xn, D, c->f_up, F, o0, o1, false, ith);
         for (int t = 0; t < T; t++) c->gdn->silu_mul(o1 - o0, c->f_gate + t * F + o0, c->f_up + t * F + o0);
     }
     hy_threadpool_barrier(c->tp);
