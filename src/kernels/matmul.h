@@ -81,8 +81,16 @@ typedef struct hy_mat {
     const char *name;       /* for messages; may be NULL */
 } hy_mat;
 
-/* Activation handling for float weight formats (see the semantics above). */
-typedef enum hy_act { HY_ACT_F32 = 0, HY_ACT_BF16 = 1 } hy_act;
+/* Activation handling for float weight formats (see the semantics above).
+ * HY_ACT_KEEP_X may be or-ed in: x, T and ldx are those of the previous call on this scratch
+ * and x has not changed since (the pieces of one matmul, gate_proj and up_proj of one FFN).
+ * The int8 path then reuses the activations it quantized into the scratch, if that call had
+ * as many columns and the same zero point (else it quantizes again); results are the same. */
+typedef enum hy_act { HY_ACT_F32 = 0, HY_ACT_BF16 = 1, HY_ACT_KEEP_X = 2 } hy_act;
+#define HY_ACT_MODE(a) ((hy_act)((a) & ~HY_ACT_KEEP_X))
+/* Bytes at the start of a scratch that the SIMD tiers keep for themselves (what the int8
+ * path last quantized there); included in hy_matmul_scratch_bytes. */
+#define HY_MATMUL_SCRATCH_HDR 64
 
 /* Fewest tokens for which the kernels switch from GEMV tiles to the blocked GEMM (and, with
  * HY_ACT_BF16, to bf16 activations). */

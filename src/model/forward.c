@@ -434,9 +434,10 @@ void hy_fwd_rows(const hy_mat *W, int ith, int nth, int *o0, int *o1) {
 }
 
 void hy_fwd_matmul_rows(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
-                        int o0, int o1, bool accumulate, int ith) {
+                        int o0, int o1, bool accumulate, bool keep_x, int ith) {
     if (o1 > o0)
-        c->ops->matmul(W, T, x, ldx, y, ldy, o0, o1, accumulate, c->act, c->mm_scratch + (size_t)ith * c->mm_scratch_bytes);
+        c->ops->matmul(W, T, x, ldx, y, ldy, o0, o1, accumulate, keep_x ? (hy_act)(c->act | HY_ACT_KEEP_X) : c->act,
+                       c->mm_scratch + (size_t)ith * c->mm_scratch_bytes);
 }
 
 void hy_fwd_split_reset(hy_ctx *c) { hy_rowsplit_reset(c->split); }
@@ -475,7 +476,8 @@ void hy_fwd_matmul(const hy_ctx *c, const hy_mat *W, int T, const float *x, size
     hy_fwd_split sp;
     int o0, o1;
     hy_fwd_split_begin(c, W, T, ith, nth, &sp);
-    while (hy_fwd_split_next(c, &sp, ith, &o0, &o1)) hy_fwd_matmul_rows(c, W, T, x, ldx, y, ldy, o0, o1, accumulate, ith);
+    for (bool keep = false; hy_fwd_split_next(c, &sp, ith, &o0, &o1); keep = true)
+        hy_fwd_matmul_rows(c, W, T, x, ldx, y, ldy, o0, o1, accumulate, keep, ith);
 }
 
 static void step_job(void *arg, int ith, int nth) {

@@ -164,8 +164,9 @@ bool hy_fwd_split_next(const hy_ctx *c, hy_fwd_split *sp, int ith, int *o0, int 
 /* Matmul with rows split across threads (hy_fwd_split_*): y[t][o] (+)= W[o]·x[t], t < T. */
 void hy_fwd_matmul(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
                    bool accumulate, int ith, int nth);
-/* The same on rows [o0, o1) chosen by the caller (thread ith's scratch). */
+/* The same on rows [o0, o1) chosen by the caller (thread ith's scratch). keep_x: x has not changed
+ * since this thread's previous call, which had the same x, T and ldx (HY_ACT_KEEP_X). */
 void hy_fwd_matmul_rows(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
-                        int o0, int o1, bool accumulate, int ith);
+                        int o0, int o1, bool accumulate, bool keep_x, int ith);
 
 #endif

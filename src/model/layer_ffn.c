@@ -22,9 +22,9 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
     hy_fwd_split sp;
     int o0, o1;
     hy_fwd_split_begin(c, &lw->gate_proj, T, ith, nth, &sp);
-    while (hy_fwd_split_next(c, &sp, ith, &o0, &o1)) {
-        hy_fwd_matmul_rows(c, &lw->gate_proj, T, xn, D, c->f_gate, F, o0, o1, false, ith);
-        hy_fwd_matmul_rows(c, &lw->up_proj, T, xn, D, c->f_up, F, o0, o1, false, ith);
+    for (bool keep = false; hy_fwd_split_next(c, &sp, ith, &o0, &o1); keep = true) {
+        hy_fwd_matmul_rows(c, &lw->gate_proj, T, xn, D, c->f_gate, F, o0, o1, false, keep, ith);
+        hy_fwd_matmul_rows(c, &lw->up_proj, T, xn, D, c->f_up, F, o0, o1, false, true, ith);
         for (int t = 0; t < T; t++) c->gdn->silu_mul(o1 - o0, c->f_gate + t * F + o0, c->f_up + t * F + o0);
     }
     hy_threadpool_barrier(c->tp);

@@ -144,6 +144,23 @@ static float *run(hy_matmul_fn fn, const hy_mat *W, int T, const float *x, int l
     return y;
 }
 
+/* run() with HY_ACT_KEEP_X on every piece after the first (on the first too with keep_first). */
+static float *run_keep(hy_matmul_fn fn, const hy_mat *W, int T, const float *x, int ldx, const int *cuts, int ncuts,
+                       bool keep_first, void *scratch) {
+    const int ldy = W->rows + 3;
+    float *y = malloc(sizeof(float) * (size_t)T * ldy);
+    for (int i = 0; i < T * ldy; i++) y[i] = -777.0f; /* as run(): padding compared too */
+    int prev = 0;
+    for (int c = 0; c <= ncuts; c++) {
+        const int end = c < ncuts ? cuts[c] : W->rows;
+        const bool keep = c > 0 || keep_first;
+        fn(W, T, x, (size_t)ldx, y, (size_t)ldy, prev, end, false, keep ? (hy_act)(HY_ACT_F32 | HY_ACT_KEEP_X) : HY_ACT_F32,
+           scratch);
+        prev = end;
+    }
+    return y;
+}
+
 typedef struct stats {
     double worst_ratio[HY_WFMT_COUNT][2]; /* err / (2^-24 Σ|wx|), per format and act mode */
     long cases;
@@ -188,6 +205,22 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                 for (int o2 = 0; o2 < rows; o2++)
                     assert_true(ya[(size_t)t * ldy + o2] == 0.5f + y[(size_t)t * ldy + o2]);
             if (q) {
+                /* HY_ACT_KEEP_X: the pieces reuse the activations the first one quantized; a
+                 * call whose x differs from the previous call's (another buffer, or another
+                 * ldx) quantizes again even when told to keep */
+                float *yk = run_keep(tier_fn[ti], &o.m, T, x, ldx, cut, ncut, false, scratch);
+                assert_memory_equal(y, yk, sizeof(float) * (size_t)T * ldy);
+                float *xz = calloc((size_t)T * ldx + 1, sizeof(float));
+                free(run(tier_fn[ti], &o.m, T, xz, ldx, act, NULL, 0, false, scratch));
+                free(yk);
+                yk = run_keep(tier_fn[ti], &o.m, T, x, ldx, cut, ncut, true, scratch);
+                assert_memory_equal(y, yk, sizeof(float) * (size_t)T * ldy);
+                free(run(tier_fn[ti], &o.m, T, x + 1, ldx, act, NULL, 0, false, scratch));
+                free(yk);
+                yk = run_keep(tier_fn[ti], &o.m, T, x, ldx, cut, ncut, true, scratch);
+                assert_memory_equal(y, yk, sizeof(float) * (size_t)T * ldy);
+                free(yk);
+                free(xz);
                 if (memcmp(y, yref, sizeof(float) * (size_t)T * ldy)) {
                     for (int i = 0; i < T * ldy; i++)
                         if (y[i] != yref[i]) {

@@ -43,7 +43,7 @@ size_t hy_matmul_scratch_bytes(int max_cols) {
     size_t n = q > ref ? q : ref;
     if (n < SCRATCH_F_BYTES) n = SCRATCH_F_BYTES;
     if (n < hy_mg_scratch_bytes(max_cols)) n = hy_mg_scratch_bytes(max_cols);
-    return ALIGN_UP(n, 64);
+    return ALIGN_UP(n, 64) + HY_MATMUL_SCRATCH_HDR;
 }
 
 int hy_matmul_row_align(hy_wfmt fmt) { return fmt == HY_WFMT_Q8 || fmt == HY_WFMT_Q4 ? HY_Q_ROWS : 8; }
@@ -235,7 +235,7 @@ void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float
         }
         return;
     }
-    const bool bf16 = act == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T;
+    const bool bf16 = HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T;
     float *row = scratch;
     for (int o = o0; o < o1; o++) {
         hy_mat_row_f32(W, o, row);
