@@ -35,7 +35,7 @@ typedef __m512i vi;
  * runs, alternated); FP8 stays at 4 rows (bound by its conversion; 1 row was 20% slower) */
 #define MM_MR_V_BF16_T1 1
 #define MM_NT_V 4
-#define MM_Q_NV1 4
+#define MM_Q_NV1 1
 #define MM_Q_NV2 4
 #define MM_Q_NT 2
 #define MM_HAVE_DPBF16 1
