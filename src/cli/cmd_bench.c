@@ -1,7 +1,7 @@
 /*
  * `hyla bench -m DIR [-p 512[,N...]] [-n 128[,N...]] [-d 0[,D...]] [-t N] [-r R]
  *             [--weights auto|bf16|fp8|q8|q4] [--quant-lm-head] [--quant-gdn-ab] [--fast-prefill]
- *             [--isa auto] [--chunk N] [--bw-mib M] [--seed S] [--no-warmup] [-o md|csv]`
+ *             [--isa auto] [--chunk N] [--bw-mib M] [--bw-every N] [--seed S] [--no-warmup] [-o md|csv]`
  *
  * llama-bench-like throughput table. For every depth d (tokens already in the sequence,
  * prefilled once, untimed) and every test: pp<N> = one prefill of N tokens, tg<N> = N
@@ -9,9 +9,11 @@
  * every repetition starts from the same depth-d state (hy_seq_rewind), so runs are identical
  * work. Token ids are seeded random ids.
  *
- * Ratios, because this machine is shared and its bandwidth moves minute to minute: right
- * before EVERY repetition the memory read bandwidth is measured on the spot with as many
- * threads (base/membw.h), and the repetition's fraction is computed against that figure.
+ * Ratios, because this machine is shared and its bandwidth moves within seconds: the memory
+ * read bandwidth is measured on the spot with as many threads (base/membw.h) right before
+ * every repetition and, in tg tests, again after every --bw-every decoded tokens (untimed);
+ * each stretch of timed work is weighed against the figures taken next to it, and BW GB/s
+ * is their time-weighted mean.
  *  - weights/tok: bytes of matrices a decode token streams (every linear, all of lm_head, one
  *    embedding row; hy_ctx_costs); state/tok: GDN state read + written, plus the KV cache
  *    read at the run's mean position and the new K/V written (reported separately).
@@ -60,6 +62,8 @@ static void usage(FILE *f) {
             "  --isa NAME          CPU kernel tier: auto | ref | avx2 | avx512 (default auto: $HYLA_ISA or best)\n"
             "  --chunk N           tokens per internal prefill step (default %d)\n"
             "  --bw-mib M          buffer of the on-the-spot bandwidth measurement (default 512; 0 = skip)\n"
+            "  --bw-every N        tg: measure the bandwidth again after every N decoded tokens (default 16;\n"
+            "                      0 = once before each repetition)\n"
             "  --seed S            seed of the random token ids (default 1)\n"
             "  --no-warmup         skip the untimed warm-up run of each test\n"
             "  -o md|csv           output format (default md)\n",
@@ -130,24 +134,55 @@ typedef struct bench {
     float *bw_buf;
     size_t bw_floats;
     int threads, reps, chunk;
+    int bw_every; /* tg: tokens between bandwidth measurements, 0 = once per repetition */
     bool csv, fast_prefill;
     hy_fwd_costs costs;
     bool all_finite;
 } bench;
 
+static hy_membw measure_bw(const bench *b) {
+    hy_membw bw = {0, 0};
+    if (b->bw_buf) hy_membw_measure(b->bw_tp, b->bw_buf, b->bw_floats, 3, &bw);
+    return bw;
+}
+
 /* One run of a test from the depth state: pp (n tokens in one call) or tg (n one-token calls).
- * Returns 0 and the wall / per-thread CPU seconds. */
-static int run_test(bench *b, bool pp, int n, double *wall, double *cpu, hy_err *err) {
+ * Returns 0, the wall / per-thread CPU seconds, and bw_s[0]: wall seconds x GB/s of bandwidth
+ * measured next to the timed work (the bytes the machine could have read meanwhile, / 1e9),
+ * bw_s[1]: the same on CPU seconds and CPU-time bandwidth figures.
+ * tg with bw_every > 0 decodes in segments of bw_every tokens and measures the bandwidth
+ * between them (untimed): each segment is weighed against the mean of the figures taken right
+ * before and right after it, because this machine's bandwidth moves within a few seconds (one
+ * figure per repetition of a 128-token run gave fractions that scattered by +-16%). */
+static int run_test(bench *b, bool pp, int n, double *wall, double *cpu, double bw_s[2], hy_err *err) {
     if (hy_seq_rewind(b->seq, b->depth, b->snap, err)) return -1;
-    const double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
-    if (pp) {
-        if (hy_forward(b->ctx, b->seq, b->ids + b->depth, n, b->logits, false, err)) return -1;
-    } else {
-        for (int i = 0; i < n; i++)
-            if (hy_forward(b->ctx, b->seq, b->ids + b->depth + i, 1, b->logits, false, err)) return -1;
+    *wall = *cpu = bw_s[0] = bw_s[1] = 0;
+    const int seg = pp || b->bw_every <= 0 ? n : b->bw_every;
+    hy_membw bw = measure_bw(b);
+    for (int i0 = 0; i0 < n; i0 += seg) {
+        const int i1 = i0 + seg < n ? i0 + seg : n;
+        const double w0 = clock_s(CLOCK_MONOTONIC), c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+        if (pp) {
+            if (hy_forward(b->ctx, b->seq, b->ids + b->depth, n, b->logits, false, err)) return -1;
+        } else {
+            for (int i = i0; i < i1; i++)
+                if (hy_forward(b->ctx, b->seq, b->ids + b->depth + i, 1, b->logits, false, err)) return -1;
+        }
+        const double w = clock_s(CLOCK_MONOTONIC) - w0, c = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / b->threads;
+        *wall += w;
+        *cpu += c;
+        hy_membw next = bw;
+        if (seg < n) { /* segments: weigh each against the figures before and after it */
+            hy_membw after = measure_bw(b);
+            next = after;
+            after.gbs_wall = 0.5 * (bw.gbs_wall + after.gbs_wall);
+            after.gbs_cpu = 0.5 * (bw.gbs_cpu + after.gbs_cpu);
+            bw = after;
+        }
+        bw_s[0] += w * bw.gbs_wall;
+        bw_s[1] += c * bw.gbs_cpu;
+        bw = next;
     }
-    *wall = clock_s(CLOCK_MONOTONIC) - w0;
-    *cpu = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / b->threads;
     const int V = b->m->hp.vocab_size;
     for (int v = 0; v < V; v++)
         if (!isfinite(b->logits[v])) {
@@ -173,10 +208,10 @@ static void print_header(const bench *b) {
 
 static int bench_test(bench *b, bool pp, int n, bool warmup, hy_err *err) {
     const hy_fwd_costs *k = &b->costs;
-    double wall = 0, cpu = 0;
+    double wall = 0, cpu = 0, bw_s[2] = {0, 0};
     if (warmup) {
         int nw = pp ? (n < 128 ? n : 128) : (n < 4 ? n : 4);
-        if (run_test(b, pp, nw, &wall, &cpu, err)) return -1;
+        if (run_test(b, pp, nw, &wall, &cpu, bw_s, err)) return -1;
     }
     double tps[64], tpsc[64], frac[64], fracs[64], fracc[64], bww[64], bwc[64];
     /* work per run */
@@ -192,16 +227,16 @@ static int bench_test(bench *b, bool pp, int n, bool warmup, hy_err *err) {
     if (pp) flops += 2.0 * (double)k->lm_head_params;
     const double state_per_tok = pp ? 0 : state_bytes / n;
     for (int r = 0; r < b->reps; r++) {
-        hy_membw bw = {0, 0};
-        if (b->bw_buf) hy_membw_measure(b->bw_tp, b->bw_buf, b->bw_floats, 3, &bw);
-        if (run_test(b, pp, n, &wall, &cpu, err)) return -1;
+        if (run_test(b, pp, n, &wall, &cpu, bw_s, err)) return -1;
+        if (!(cpu > 0)) cpu = wall;
         tps[r] = n / wall;
-        tpsc[r] = n / (cpu > 0 ? cpu : wall);
-        bww[r] = bw.gbs_wall;
-        bwc[r] = bw.gbs_cpu;
-        frac[r] = bw.gbs_wall > 0 ? (double)k->decode_weight_bytes * tps[r] / (bw.gbs_wall * 1e9) : 0;
-        fracs[r] = bw.gbs_wall > 0 ? ((double)k->decode_weight_bytes + state_per_tok) * tps[r] / (bw.gbs_wall * 1e9) : 0;
-        fracc[r] = bw.gbs_cpu > 0 ? (double)k->decode_weight_bytes * tpsc[r] / (bw.gbs_cpu * 1e9) : 0;
+        tpsc[r] = n / cpu;
+        bww[r] = bw_s[0] / wall; /* time-weighted means of the figures next to the work */
+        bwc[r] = bw_s[1] / cpu;
+        const double wb = (double)k->decode_weight_bytes * n;
+        frac[r] = bw_s[0] > 0 ? wb / (bw_s[0] * 1e9) : 0;
+        fracs[r] = bw_s[0] > 0 ? (wb + state_per_tok * n) / (bw_s[0] * 1e9) : 0;
+        fracc[r] = bw_s[1] > 0 ? wb / (bw_s[1] * 1e9) : 0;
     }
     const int R = b->reps;
     double m_tps, s_tps, m_tpsc, s_tpsc, m_f, s_f, m_fs, s_fs, m_fc, s_fc, m_bw, s_bw, m_bwc, s_bwc;
@@ -247,7 +282,7 @@ static int bench_test(bench *b, bool pp, int n, bool warmup, hy_err *err) {
 HY_CMD(bench) {
     const char *dir = NULL, *weights = "auto", *isa = NULL, *fmt = "md";
     int pps[MAX_LIST] = {512}, n_pp = 1, tgs[MAX_LIST] = {128}, n_tg = 1, depths[MAX_LIST] = {0}, n_d = 1;
-    int threads = 2, reps = 5, chunk = 0, bw_mib = 512, seed = 1;
+    int threads = 2, reps = 5, chunk = 0, bw_mib = 512, seed = 1, bw_every = 16;
     bool warmup = true, fast_prefill = false;
     unsigned quant_flags = 0;
     for (int i = 1; i < argc; i++) {
@@ -276,6 +311,8 @@ HY_CMD(bench) {
             if (hy_cli_parse_int("--chunk", argv[++i], 1, 65536, &chunk)) return 2;
         } else if (!strcmp(a, "--bw-mib") && has_val) {
             if (hy_cli_parse_int("--bw-mib", argv[++i], 0, 1 << 16, &bw_mib)) return 2;
+        } else if (!strcmp(a, "--bw-every") && has_val) {
+            if (hy_cli_parse_int("--bw-every", argv[++i], 0, 1 << 20, &bw_every)) return 2;
         } else if (!strcmp(a, "--seed") && has_val) {
             if (hy_cli_parse_int("--seed", argv[++i], 0, 1 << 30, &seed)) return 2;
         } else if (!strcmp(a, "--quant-lm-head")) {
@@ -326,6 +363,7 @@ HY_CMD(bench) {
     memset(&b, 0, sizeof b);
     b.threads = threads;
     b.reps = reps;
+    b.bw_every = bw_every;
     b.csv = !strcmp(fmt, "csv");
     b.fast_prefill = fast_prefill;
     b.all_finite = true;
