@@ -12,10 +12,11 @@
  * Bit-identity with hy_forward(seq_i, id_i, 1): the matmuls compute every
  * (row, token) with one order that depends only on the column count
  * (kernels/matmul.h), and activations stay fp32 here even with fast_prefill;
- * every per-token kernel (conv, gates, l2norm, recurrent, attention) is
- * called with exactly the arguments of a 1-token solo step. The single-
- * sequence files (forward.c, layer_attn.c, layer_gdn.c) are left as they are;
- * layer_ffn.c is shared since it only depends on T.
+ * every per-token kernel (conv, gates, l2norm, recurrent, attention) computes
+ * each channel, head and row as a 1-token solo step does (they are per
+ * channel / head / row whatever range they are handed; the solo step fuses
+ * them per key head, layer_gdn.c, this file keeps the phases). layer_ffn.c is
+ * shared since it only depends on T.
  *
  * Threading: as forward.c (one caller thread per context; phases split by
  * rows / tokens / (token, head) units, each output by one thread).

@@ -94,7 +94,12 @@ bool hy_rowsplit_next(hy_rowsplit *s, hy_rowsplit_call *c, int ith, int *o0, int
         /* the front of the own part */
         uint64_t v = part_load(s, c, ith);
         while (w_front(v) < w_back(v)) {
-            const int f = w_front(v), b = w_back(v), e = f + c->piece < b ? f + c->piece : b;
+            const int f = w_front(v), b = w_back(v);
+            /* a quarter of what is left, between 1 and 8 pieces: long reads while there is
+             * much to do, short ones at the end where a thief may come */
+            int len = ((b - f) / 4 + c->align - 1) / c->align * c->align;
+            len = len < c->piece ? c->piece : len > 8 * c->piece ? 8 * c->piece : len;
+            const int e = f + len < b ? f + len : b;
             if (atomic_compare_exchange_weak(word(s, c, ith), &v, pack(c->gen, e, b))) {
                 *o0 = f;
                 *o1 = e;

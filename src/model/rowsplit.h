@@ -2,7 +2,7 @@
  * Rows of a decode matmul shared by the threads of one step job, for streaming.
  *
  * Each thread starts with its own contiguous part of the rows (a static split) and takes it
- * front to back in short pieces; a thread whose part is used up takes the far half of the
+ * front to back in pieces (a quarter of what is left of it, 1 to 8 times the call's piece); a thread whose part is used up takes the far half of the
  * largest part still left (work stealing) and goes on with that as its own part. So in the
  * common case every thread reads one contiguous stream per matrix (the hardware and the
  * kernels' software prefetch run straight through piece boundaries), and a thread that
@@ -41,7 +41,7 @@ typedef struct hy_rowsplit hy_rowsplit;
 
 /* One thread's view of one matmul call. */
 typedef struct hy_rowsplit_call {
-    int rows, align, piece; /* piece: rows an owner takes at a time (multiple of align) */
+    int rows, align, piece; /* piece: fewest rows an owner takes at a time (multiple of align) */
     int slot, nth;
     unsigned gen;
     bool stealing_done;
@@ -52,7 +52,7 @@ void hy_rowsplit_free(hy_rowsplit *s);
 /* Starts a new step: call indices from 0 again. Single-threaded, between jobs. */
 void hy_rowsplit_reset(hy_rowsplit *s);
 /* Thread ith's start of the next call over `rows` rows (<= HY_ROWSPLIT_MAX_ROWS), pieces of
- * `piece` rows, boundaries at multiples of `align` (or the end). */
+ * `piece` to 8 x `piece` rows, boundaries at multiples of `align` (or the end). */
 void hy_rowsplit_begin(hy_rowsplit *s, int rows, int align, int piece, int ith, hy_rowsplit_call *call);
 /* The next rows [*o0, *o1) for thread ith; false when the call has none left anywhere. */
 bool hy_rowsplit_next(hy_rowsplit *s, hy_rowsplit_call *call, int ith, int *o0, int *o1);
