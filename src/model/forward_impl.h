@@ -19,8 +19,6 @@
 #include "model/forward.h"
 #include "model/rowsplit.h"
 
-#include <stdatomic.h>
-
 /* fp32 copies of one layer's small tensors (owned by the context). */
 typedef struct hy_layer_f32 {
     hy_layer_type type;

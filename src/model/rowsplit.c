@@ -65,7 +65,6 @@ void hy_rowsplit_begin(hy_rowsplit *s, int rows, int align, int piece, int ith, 
     call->rows = rows;
     call->align = align;
     call->piece = piece;
-    call->nth = s->nth;
     call->slot = (int)(n % HY_ROWSPLIT_RING);
     call->gen = (unsigned)(n % 0xffff) + 1;
 }
@@ -81,7 +80,7 @@ static uint64_t part_load(hy_rowsplit *s, const hy_rowsplit_call *c, int i) {
     if (w_gen(v) == c->gen) return v;
     const int nb = (c->rows + c->align - 1) / c->align;
     int b0, b1;
-    hy_split_range(nb, i, c->nth, &b0, &b1);
+    hy_split_range(nb, i, s->nth, &b0, &b1);
     const int f = b0 * c->align, b = b1 * c->align < c->rows ? b1 * c->align : c->rows;
     const uint64_t init = pack(c->gen, f, b);
     if (atomic_compare_exchange_strong(w, &v, init)) return init;
@@ -111,7 +110,7 @@ bool hy_rowsplit_next(hy_rowsplit *s, hy_rowsplit_call *c, int ith, int *o0, int
         while (!stole) {
             int best = -1, best_rem = 0;
             uint64_t bv = 0;
-            for (int j = 0; j < c->nth; j++) {
+            for (int j = 0; j < s->nth; j++) {
                 if (j == ith) continue;
                 const uint64_t u = part_load(s, c, j);
                 if (w_back(u) - w_front(u) > best_rem) best = j, best_rem = w_back(u) - w_front(u), bv = u;

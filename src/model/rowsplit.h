@@ -42,9 +42,8 @@ typedef struct hy_rowsplit hy_rowsplit;
 /* One thread's view of one matmul call. */
 typedef struct hy_rowsplit_call {
     int rows, align, piece; /* piece: fewest rows an owner takes at a time (multiple of align) */
-    int slot, nth;
+    int slot;
     unsigned gen;
-    bool stealing_done;
 } hy_rowsplit_call;
 
 int hy_rowsplit_create(hy_rowsplit **out, int nth, hy_err *err);
