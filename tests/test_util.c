@@ -49,7 +49,7 @@ int hy_test_isa_tiers(const char *names[], int cap) {
     hy_cpu_features f;
     hy_cpu_detect(&f);
     int n = 0;
-#if defined(__SANITIZE_ADDRESS__)
+#if HY_TEST_SANITIZED
     /* Under sanitizers the point is memory checking, not tier coverage (the kernel
      * tests compare every tier with its scalar twin): the best tier only keeps the
      * ASan run of the model tests within CI's time. */

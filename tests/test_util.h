@@ -6,6 +6,20 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* 1 in sanitizer builds (make asan: unoptimised, ~50x slower), where the model tests scale
+ * their workloads down: that build looks for memory errors, the normal build checks the
+ * numerics at full size. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define HY_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#define HY_TEST_SANITIZED 1
+#endif
+#endif
+#ifndef HY_TEST_SANITIZED
+#define HY_TEST_SANITIZED 0
+#endif
+
 /* $HYLA_DATA_DIR (set by CTest) joined with rel; static buffer per call site is not
  * used: the result is malloc'd, caller frees. */
 char *hy_test_data_path(const char *rel);

@@ -1,18 +1,40 @@
 /*
  * Test helpers for driving the engine over a real forward pass (test_prefix_exact.c,
- * test_reuse_generated.c): a token-bytes callback for tests that read token ids only, a
- * greedy request with explicit prefill split / checkpoint positions, and collecting a
- * request's events. Header-only (static) so each test executable can include it after
- * cmocka.h.
+ * test_reuse_generated.c): the tiny-text model both load, a token-bytes callback for tests
+ * that read token ids only, a greedy request with explicit prefill split / checkpoint
+ * positions, collecting a request's events, and the seeded chat workloads. Header-only
+ * (static) so each test executable can include it after cmocka.h.
  */
 #ifndef HY_TESTS_ENGINE_RUNS_H
 #define HY_TESTS_ENGINE_RUNS_H
 
 #include "engine/engine.h"
+#include "model/model.h"
+#include "test_util.h"
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* models/tiny-text, loaded by the cmocka group setup and freed by its teardown */
+static hy_model *g_model;
+
+static int hy_test_load_tiny_text(void **st) {
+    (void)st;
+    char *dir = hy_test_data_path("models/tiny-text");
+    hy_err err;
+    int rc = hy_model_load(&g_model, dir, &err);
+    if (rc) fprintf(stderr, "%s\n", err.msg);
+    free(dir);
+    return rc;
+}
+
+static int hy_test_free_model(void **st) {
+    (void)st;
+    hy_model_free(g_model);
+    return 0;
+}
 
 /* hy_engine_text.token_bytes for tests that compare token ids, never text. */
 static int hy_test_empty_token_bytes(void *ctx, int32_t id, const char **b, size_t *len) {
@@ -65,6 +87,36 @@ static void hy_test_collect(hy_request *r, int32_t *tok, int cap, int *n_tok, hy
     }
     assert_int_equal(rc, -1);
     hy_request_release(r);
+}
+
+/* Seeded workload tokens: ids below 500, so they never collide with the chat markers below.
+ * Tests set g_rng to seed a workload. */
+static uint32_t g_rng;
+static int32_t rnd_tok(void) {
+    g_rng = g_rng * 1664525u + 1013904223u;
+    return (int32_t)((g_rng >> 8) % 500);
+}
+
+/* Chats in the model's token layout: messages are [<im_start>, role, content..., <im_end>, \n];
+ * a turn's prompt is every message so far plus [<im_start>, assistant]. ends[] records where
+ * each message ends (the split hints the server sends). */
+enum { IM_START = 501, IM_END = 502, NL = 503, R_USER = 504, R_ASSIST = 505, R_SYS = 506 };
+#define HY_TEST_CHAT_MAX 2048
+
+typedef struct chat {
+    int32_t t[HY_TEST_CHAT_MAX];
+    int n;
+    int32_t ends[64];
+    int n_ends;
+} chat;
+
+static void chat_msg(chat *c, int32_t role, const int32_t *content, int len) {
+    c->t[c->n++] = IM_START;
+    c->t[c->n++] = role;
+    for (int i = 0; i < len; i++) c->t[c->n++] = content[i];
+    c->t[c->n++] = IM_END;
+    c->t[c->n++] = NL;
+    c->ends[c->n_ends++] = c->n;
 }
 
 #endif

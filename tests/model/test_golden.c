@@ -42,17 +42,10 @@
 /* Under sanitizers (unoptimised, ~50x slower) prompts longer than this are
  * skipped and the double reference is not run: that build looks for memory
  * errors; the normal build checks all the numerics. */
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifdef SANITIZED
+#define SANITIZED HY_TEST_SANITIZED
+#if HY_TEST_SANITIZED
 #define SAN_MAX_T 200
 #else
-#define SANITIZED 0
 #define SAN_MAX_T 1000000
 #endif
 #define TOL_SPLIT 1e-5 /* one call vs splits vs token by token */

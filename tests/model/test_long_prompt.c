@@ -20,14 +20,9 @@
 /* Under sanitizers (unoptimised, ~50x slower) 1024 tokens still cover two
  * 512-token internal steps and 16 GDN chunks; the numerics at 4096 are checked
  * by the normal build. */
-#if defined(__SANITIZE_ADDRESS__)
+#if HY_TEST_SANITIZED
 #define N_TOK 1024
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define N_TOK 1024
-#endif
-#endif
-#ifndef N_TOK
+#else
 #define N_TOK 4096
 #endif
 

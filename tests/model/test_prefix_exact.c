@@ -35,19 +35,7 @@
 
 /* Under sanitizers (unoptimised, ~50x slower) every workload is scaled down
  * (shorter prompts, fewer requests); the normal build runs the full sizes. */
-#if defined(__SANITIZE_ADDRESS__)
-#define LIGHT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LIGHT 1
-#endif
-#endif
-#ifndef LIGHT
-#define LIGHT 0
-#endif
-#define SZ(full, light) (LIGHT ? (light) : (full))
-
-static hy_model *g_model;
+#define SZ(full, light) (HY_TEST_SANITIZED ? (light) : (full))
 
 /* ---------------------------------------------------------------- recorder */
 
@@ -230,11 +218,6 @@ static int compare(runner *on, runner *off, const req_spec *q, const outcome *o_
 
 /* ---------------------------------------------------------------- workloads */
 
-static uint32_t g_rng;
-static int32_t rnd_tok(void) {
-    g_rng = g_rng * 1664525u + 1013904223u;
-    return (int32_t)((g_rng >> 8) % 500);
-}
 static int rnd_int(int n) {
     g_rng = g_rng * 1664525u + 1013904223u;
     return (int)((g_rng >> 8) % (uint32_t)n);
@@ -260,29 +243,10 @@ static int build_extend(req_spec *q) {
     return 6;
 }
 
-/* (c): a 4-turn chat. Messages are [<im_start>, role, content..., <im_end>, \n];
- * a turn's prompt is every message so far plus [<im_start>, assistant]; the
- * next turn appends the assistant reply as generated and a new user message.
- * Hints as the server gives them: every message end is a split, the last
- * user message end a checkpoint. */
-enum { IM_START = 501, IM_END = 502, NL = 503, R_USER = 504, R_ASSIST = 505, R_SYS = 506 };
-
-typedef struct chat {
-    int32_t t[MAX_LEN];
-    int n;
-    int32_t ends[64];
-    int n_ends;
-} chat;
-
-static void chat_msg(chat *c, int32_t role, const int32_t *content, int len) {
-    c->t[c->n++] = IM_START;
-    c->t[c->n++] = role;
-    for (int i = 0; i < len; i++) c->t[c->n++] = content[i];
-    c->t[c->n++] = IM_END;
-    c->t[c->n++] = NL;
-    c->ends[c->n_ends++] = c->n;
-}
-
+/* (c): a 4-turn chat (layout in engine_runs.h); the next turn appends the
+ * assistant reply as generated and a new user message. Hints as the server
+ * gives them: every message end is a split, the last user message end a
+ * checkpoint. */
 static void chat_spec(const chat *c, req_spec *q, uint64_t tag) {
     memset(q, 0, sizeof *q);
     q->n = c->n + 2;
@@ -525,22 +489,6 @@ static void test_property_random(void **st) {
     free(of);
 }
 
-static int setup(void **st) {
-    (void)st;
-    char *dir = hy_test_data_path("models/tiny-text");
-    hy_err err;
-    int rc = hy_model_load(&g_model, dir, &err);
-    if (rc) fprintf(stderr, "%s\n", err.msg);
-    free(dir);
-    return rc;
-}
-
-static int teardown(void **st) {
-    (void)st;
-    hy_model_free(g_model);
-    return 0;
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_extend),
@@ -549,5 +497,5 @@ int main(void) {
         cmocka_unit_test(test_isolation_cancel),
         cmocka_unit_test(test_property_random),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, hy_test_load_tiny_text, hy_test_free_model);
 }

@@ -69,18 +69,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
+#if HY_TEST_SANITIZED
 #define MAX_T 200
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MAX_T 200
-#endif
-#endif
-#ifndef MAX_T
+#define Q_STRIDE 3 /* sanitizers: every third "quality_prompts" entry (memory checking, not statistics) */
+#else
 #define MAX_T 100000
 #define Q_STRIDE 1
-#else
-#define Q_STRIDE 3 /* sanitizers: every third "quality_prompts" entry (memory checking, not statistics) */
 #endif
 
 typedef struct cfg {

@@ -41,19 +41,7 @@
 #define MAX_LEN 2048
 #define TOL 1e-6
 
-#if defined(__SANITIZE_ADDRESS__)
-#define LIGHT 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define LIGHT 1
-#endif
-#endif
-#ifndef LIGHT
-#define LIGHT 0
-#endif
-#define SZ(full, light) (LIGHT ? (light) : (full))
-
-static hy_model *g_model;
+#define SZ(full, light) (HY_TEST_SANITIZED ? (light) : (full))
 
 /* ---------------------------------------------------------------- rows */
 
@@ -189,31 +177,7 @@ static void compare_tag(runner *a, runner *b, uint64_t tag, cmp_out *o) {
 
 static void sort_rows(runner *R) { qsort(R->rec.r, R->rec.n, sizeof(row), row_cmp); }
 
-/* ---------------------------------------------------------------- chats */
-
-static uint32_t g_rng;
-static int32_t rnd_tok(void) {
-    g_rng = g_rng * 1664525u + 1013904223u;
-    return (int32_t)((g_rng >> 8) % 500);
-}
-
-enum { IM_START = 501, IM_END = 502, NL = 503, R_USER = 504, R_ASSIST = 505, R_SYS = 506 };
-
-typedef struct chat {
-    int32_t t[MAX_LEN];
-    int n;
-    int32_t ends[64];
-    int n_ends;
-} chat;
-
-static void chat_msg(chat *c, int32_t role, const int32_t *content, int len) {
-    c->t[c->n++] = IM_START;
-    c->t[c->n++] = role;
-    for (int i = 0; i < len; i++) c->t[c->n++] = content[i];
-    c->t[c->n++] = IM_END;
-    c->t[c->n++] = NL;
-    c->ends[c->n_ends++] = c->n;
-}
+/* ---------------------------------------------------------------- chats (engine_runs.h) */
 
 static void chat_user(chat *c, int len) {
     int32_t content[512];
@@ -458,27 +422,11 @@ static void test_concurrent_conversations(void **st) {
     runner_stop(&off);
 }
 
-static int setup(void **st) {
-    (void)st;
-    char *dir = hy_test_data_path("models/tiny-text");
-    hy_err err;
-    int rc = hy_model_load(&g_model, dir, &err);
-    if (rc) fprintf(stderr, "%s\n", err.msg);
-    free(dir);
-    return rc;
-}
-
-static int teardown(void **st) {
-    (void)st;
-    hy_model_free(g_model);
-    return 0;
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chat_within_tolerance),
         cmocka_unit_test(test_no_poisoning),
         cmocka_unit_test(test_concurrent_conversations),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, hy_test_load_tiny_text, hy_test_free_model);
 }
