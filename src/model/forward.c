@@ -270,7 +270,8 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     if (n_gdn && d.value_dim > max_cols) max_cols = d.value_dim;
     c->mm_scratch_bytes = hy_matmul_scratch_bytes(max_cols);
     c->xn_thr_ld = rounded((size_t)d.D);
-    size_t total = 2 * C * rounded((size_t)d.D) + (size_t)n_threads * c->xn_thr_ld + 2 * C * rounded((size_t)d.rot_half) + c->work_floats +
+    size_t total = 2 * C * rounded((size_t)d.D) + (size_t)n_threads * c->xn_thr_ld +
+                   2 * C * rounded((size_t)d.rot_half) + c->work_floats +
                    (size_t)n_threads * c->thr_work_floats + n_prep * c->gdn_prep_floats +
                    (size_t)n_threads * (c->mm_scratch_bytes / sizeof(float));
     c->scratch_bytes = total * sizeof(float);

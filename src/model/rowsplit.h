@@ -2,8 +2,9 @@
  * Rows of a decode matmul shared by the threads of one step job, for streaming.
  *
  * Each thread starts with its own contiguous part of the rows (a static split) and takes it
- * front to back in pieces (a quarter of what is left of it, 1 to 8 times the call's piece); a thread whose part is used up takes the far half of the
- * largest part still left (work stealing) and goes on with that as its own part. So in the
+ * front to back in pieces (a quarter of what is left of it, 1 to 8 times the call's piece);
+ * a thread whose part is used up takes the far half of the largest part still left (work
+ * stealing) and goes on with that as its own part. So in the
  * common case every thread reads one contiguous stream per matrix (the hardware and the
  * kernels' software prefetch run straight through piece boundaries), and a thread that
  * another process delays still has its rows taken over instead of stalling the others at
