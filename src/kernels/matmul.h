@@ -15,10 +15,15 @@
  *
  * Semantics (what every kernel computes, for output o and token t):
  *   float formats, activations HY_ACT_F32 (the default, "exact"):
- *       y = Σ_k w(o,k)·x(t,k) in fp32 with w(o,k) the weight as fp32 (FP8: fl32(e4m3·scale)).
- *   float formats, HY_ACT_BF16 (opt-in "fast" prefill): the same with x and w(o,k) first
- *       rounded to bf16 (round-to-nearest-even), products summed in fp32 (vdpbf16ps). Kernels
- *       may use it only for T >= HY_MATMUL_GEMM_MIN_T tokens (decode keeps fp32 activations).
+ *       y = Σ_k w(o,k)·x(t,k) in fp32 with w(o,k) the weight as fp32;
+ *       FP8: y = Σ_k e4m3(o,k)·fl32(scale(o,k)·x(t,k)): the block scale multiplies the
+ *       activation (once per row block) instead of the weight (once per weight), which leaves
+ *       the decode GEMV nothing to multiply per weight (it was bound by that). Where
+ *       scale·x is subnormal (below 2^-126) kernels may keep more of its bits.
+ *   float formats, HY_ACT_BF16 (opt-in "fast" prefill): Σ_k w(o,k)·x(t,k) with x and w(o,k)
+ *       first rounded to bf16 (round-to-nearest-even; FP8: w = fl32(e4m3·scale)), products
+ *       summed in fp32 (vdpbf16ps). Kernels may use it only for T >= HY_MATMUL_GEMM_MIN_T
+ *       tokens (decode keeps fp32 activations).
  *   Q8 / Q4: x(t,:) is quantized per group of 32 to int8 (hy_quant_act_row: scale amax/127,
  *       round-to-nearest-even); per group g the integer dot i_g = Σ q_w·q_x is exact, and
  *           acc = 0; for g in order: acc = fma((float)i_g, fl32(h(o,g)·s_x(t,g)), acc);
@@ -85,11 +90,13 @@ typedef struct hy_mat {
  * HY_ACT_KEEP_X may be or-ed in: x, T and ldx are those of the previous call on this scratch
  * and x has not changed since (the pieces of one matmul, gate_proj and up_proj of one FFN).
  * The int8 path then reuses the activations it quantized into the scratch, if that call had
- * as many columns and the same zero point (else it quantizes again); results are the same. */
+ * as many columns and the same zero point, and the FP8 GEMV the activations it multiplied by
+ * the block scales, if that call was on the same matrix and row block (else they do it again);
+ * results are the same. */
 typedef enum hy_act { HY_ACT_F32 = 0, HY_ACT_BF16 = 1, HY_ACT_KEEP_X = 2 } hy_act;
 #define HY_ACT_MODE(a) ((hy_act)((a) & ~HY_ACT_KEEP_X))
 /* Bytes at the start of a scratch that the SIMD tiers keep for themselves (what the int8
- * path last quantized there); included in hy_matmul_scratch_bytes. */
+ * path last quantized there, or the FP8 GEMV scaled); included in hy_matmul_scratch_bytes. */
 #define HY_MATMUL_SCRATCH_HDR 64
 
 /* Fewest tokens for which the kernels switch from GEMV tiles to the blocked GEMM (and, with

@@ -86,8 +86,8 @@ static inline vf vf_load_fp8(const uint8_t *p) { return vf_from_fp8(_mm_loadu_si
 static inline vf vf_load_fp8m(const uint8_t *p, int n) { return vf_from_fp8(_mm_maskz_loadu_epi8(vm_first(n), p)); }
 /* e4m3 byte -> fp32 of the value times 2^-120 without the fp16 detour (GEMV decode): sign-extend
  * to 32 bits and shift the exponent+mantissa into bits 26..20 (fp32 exponent field 0000eeee,
- * subnormal codes become fp32 subnormals, exact); the 2^120 goes into the block scale, so only
- * scales below 2^8 may take this path (matmul_simd.inc checks). NaN codes read as ±480·2^-120. */
+ * subnormal codes become fp32 subnormals, exact); read against x·scale·2^120, which
+ * matmul_simd.inc checks is finite. NaN codes read as ±480·2^-120. */
 static inline vf vf_from_fp8x(__m512i d) {
     return _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(d, 20), _mm512_set1_epi32((int)0x87f00000u)));
 }

@@ -43,6 +43,7 @@ size_t hy_matmul_scratch_bytes(int max_cols) {
     size_t n = q > ref ? q : ref;
     if (n < SCRATCH_F_BYTES) n = SCRATCH_F_BYTES;
     if (n < hy_mg_scratch_bytes(max_cols)) n = hy_mg_scratch_bytes(max_cols);
+    if (n < (size_t)HY_MATMUL_GEMV_MAX_T * Kp * sizeof(float)) n = (size_t)HY_MATMUL_GEMV_MAX_T * Kp * sizeof(float); /* FP8 GEMV: scaled x */
     return ALIGN_UP(n, 64) + HY_MATMUL_SCRATCH_HDR;
 }
 
@@ -237,6 +238,20 @@ void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float
     }
     const bool bf16 = HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T;
     float *row = scratch;
+    if (W->fmt == HY_WFMT_FP8 && !bf16) {
+        /* e4m3 codes times x already multiplied by the block scales (matmul.h) */
+        float lut[256], *xs = row + ALIGN_UP((size_t)n, 16);
+        for (int i = 0; i < 256; i++) lut[i] = hy_fp8_e4m3_to_f32((uint8_t)i);
+        for (int o = o0; o < o1; o++) {
+            const uint8_t *p = (const uint8_t *)W->data + (size_t)o * n;
+            for (int k = 0; k < n; k++) row[k] = lut[p[k]];
+            for (int t = 0; t < T; t++) {
+                for (int k = 0; k < n; k++) xs[k] = x[(size_t)t * ldx + k] * fp8_scale(W, o, k);
+                put(y + (size_t)t * ldy + o, dot_f32(row, xs, n, false), accumulate);
+            }
+        }
+        return;
+    }
     for (int o = o0; o < o1; o++) {
         hy_mat_row_f32(W, o, row);
         if (bf16 && W->fmt != HY_WFMT_BF16)
