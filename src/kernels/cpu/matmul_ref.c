@@ -43,7 +43,8 @@ size_t hy_matmul_scratch_bytes(int max_cols) {
     size_t n = q > ref ? q : ref;
     if (n < SCRATCH_F_BYTES) n = SCRATCH_F_BYTES;
     if (n < hy_mg_scratch_bytes(max_cols)) n = hy_mg_scratch_bytes(max_cols);
-    if (n < (size_t)HY_MATMUL_GEMV_MAX_T * Kp * sizeof(float)) n = (size_t)HY_MATMUL_GEMV_MAX_T * Kp * sizeof(float); /* FP8 GEMV: scaled x */
+    const size_t f8x = (size_t)HY_MATMUL_GEMV_MAX_T * Kp * sizeof(float); /* FP8 GEMV: x times the scales */
+    if (n < f8x) n = f8x;
     return ALIGN_UP(n, 64) + HY_MATMUL_SCRATCH_HDR;
 }
 
