@@ -1,13 +1,16 @@
 /*
  * `hyla bench -m DIR [-p 512[,N...]] [-n 128[,N...]] [-d 0[,D...]] [-t N] [-r R]
  *             [--weights auto|bf16|fp8|q8|q4] [--quant-lm-head] [--quant-gdn-ab] [--fast-prefill]
- *             [--isa auto] [--chunk N] [--bw-mib M] [--bw-every N] [--seed S] [--no-warmup] [-o md|csv]`
+ *             [--isa auto] [--chunk N] [--bw-mib M] [--bw-every N] [--seed S] [--no-warmup]
+ *             [--interleave] [-o md|csv]`
  *
  * llama-bench-like throughput table. For every depth d (tokens already in the sequence,
  * prefilled once, untimed) and every test: pp<N> = one prefill of N tokens, tg<N> = N
  * decode steps of one token. Each test runs once untimed (a short warm-up) and then R times;
  * every repetition starts from the same depth-d state (hy_seq_rewind), so runs are identical
- * work. Token ids are seeded random ids.
+ * work. Token ids are seeded random ids. With --interleave the repetitions take turns (every
+ * test's repetition r before any test's r + 1), so a ratio of two tests (pp4096 against pp512)
+ * does not depend on which minutes each ran in.
  *
  * Ratios, because this machine is shared and its bandwidth moves within seconds: the memory
  * read bandwidth is measured on the spot with as many threads (base/membw.h) right before
@@ -66,6 +69,8 @@ static void usage(FILE *f) {
             "                      0 = once before each repetition)\n"
             "  --seed S            seed of the random token ids (default 1)\n"
             "  --no-warmup         skip the untimed warm-up run of each test\n"
+            "  --interleave        run the tests' repetitions in turn (pp512, pp4096, pp512, ...) instead of\n"
+            "                      one test after the other, so their ratio is taken over the same minutes\n"
             "  -o md|csv           output format (default md)\n",
             HY_DEFAULT_MAX_CHUNK);
 }
@@ -206,48 +211,69 @@ static void print_header(const bench *b) {
     fflush(stdout);
 }
 
-static int bench_test(bench *b, bool pp, int n, bool warmup, hy_err *err) {
-    const hy_fwd_costs *k = &b->costs;
-    double wall = 0, cpu = 0, bw_s[2] = {0, 0};
-    if (warmup) {
-        int nw = pp ? (n < 128 ? n : 128) : (n < 4 ? n : 4);
-        if (run_test(b, pp, nw, &wall, &cpu, bw_s, err)) return -1;
-    }
+/* One test (pp<n> or tg<n>) and the figures of its repetitions so far. */
+typedef struct test_run {
+    bool pp;
+    int n, done;
+    double flops, state_per_tok; /* per run; state bytes per decode token */
     double tps[64], tpsc[64], frac[64], fracs[64], fracc[64], bww[64], bwc[64];
-    /* work per run */
-    double flops = 0, state_bytes = 0;
-    for (int t = 0; t < n; t++) {
-        const double nkv = (double)b->depth + t + 1;
-        flops += 2.0 * (double)k->linear_params + (double)k->attn_flops_per_key * nkv;
+} test_run;
+
+static void test_init(const bench *b, bool pp, int n, test_run *t) {
+    const hy_fwd_costs *k = &b->costs;
+    memset(t, 0, sizeof *t);
+    t->pp = pp;
+    t->n = n;
+    double state_bytes = 0;
+    for (int i = 0; i < n; i++) {
+        const double nkv = (double)b->depth + i + 1;
+        t->flops += 2.0 * (double)k->linear_params + (double)k->attn_flops_per_key * nkv;
         if (!pp) {
-            flops += 2.0 * (double)k->lm_head_params;
+            t->flops += 2.0 * (double)k->lm_head_params;
             state_bytes += 2.0 * (double)k->gdn_state_bytes + (double)k->kv_bytes_per_pos * (nkv + 1);
         }
     }
-    if (pp) flops += 2.0 * (double)k->lm_head_params;
-    const double state_per_tok = pp ? 0 : state_bytes / n;
-    for (int r = 0; r < b->reps; r++) {
-        if (run_test(b, pp, n, &wall, &cpu, bw_s, err)) return -1;
-        if (!(cpu > 0)) cpu = wall;
-        tps[r] = n / wall;
-        tpsc[r] = n / cpu;
-        bww[r] = bw_s[0] / wall; /* time-weighted means of the figures next to the work */
-        bwc[r] = bw_s[1] / cpu;
-        const double wb = (double)k->decode_weight_bytes * n;
-        frac[r] = bw_s[0] > 0 ? wb / (bw_s[0] * 1e9) : 0;
-        fracs[r] = bw_s[0] > 0 ? (wb + state_per_tok * n) / (bw_s[0] * 1e9) : 0;
-        fracc[r] = bw_s[1] > 0 ? wb / (bw_s[1] * 1e9) : 0;
-    }
-    const int R = b->reps;
+    if (pp) t->flops += 2.0 * (double)k->lm_head_params;
+    t->state_per_tok = pp ? 0 : state_bytes / n;
+}
+
+static int test_warmup(bench *b, const test_run *t, hy_err *err) {
+    double wall, cpu, bw_s[2];
+    const int nw = t->pp ? (t->n < 128 ? t->n : 128) : (t->n < 4 ? t->n : 4);
+    return run_test(b, t->pp, nw, &wall, &cpu, bw_s, err);
+}
+
+static int test_rep(bench *b, test_run *t, hy_err *err) {
+    double wall = 0, cpu = 0, bw_s[2] = {0, 0};
+    const int n = t->n, r = t->done;
+    if (run_test(b, t->pp, n, &wall, &cpu, bw_s, err)) return -1;
+    if (!(cpu > 0)) cpu = wall;
+    t->tps[r] = n / wall;
+    t->tpsc[r] = n / cpu;
+    t->bww[r] = bw_s[0] / wall; /* time-weighted means of the figures next to the work */
+    t->bwc[r] = bw_s[1] / cpu;
+    const double wb = (double)b->costs.decode_weight_bytes * n;
+    t->frac[r] = bw_s[0] > 0 ? wb / (bw_s[0] * 1e9) : 0;
+    t->fracs[r] = bw_s[0] > 0 ? (wb + t->state_per_tok * n) / (bw_s[0] * 1e9) : 0;
+    t->fracc[r] = bw_s[1] > 0 ? wb / (bw_s[1] * 1e9) : 0;
+    t->done++;
+    return 0;
+}
+
+static void test_print(const bench *b, const test_run *t) {
+    const hy_fwd_costs *k = &b->costs;
+    const bool pp = t->pp;
+    const int n = t->n, R = t->done;
+    const double state_per_tok = t->state_per_tok;
     double m_tps, s_tps, m_tpsc, s_tpsc, m_f, s_f, m_fs, s_fs, m_fc, s_fc, m_bw, s_bw, m_bwc, s_bwc;
-    stats(tps, R, &m_tps, &s_tps);
-    stats(tpsc, R, &m_tpsc, &s_tpsc);
-    stats(frac, R, &m_f, &s_f);
-    stats(fracs, R, &m_fs, &s_fs);
-    stats(fracc, R, &m_fc, &s_fc);
-    stats(bww, R, &m_bw, &s_bw);
-    stats(bwc, R, &m_bwc, &s_bwc);
-    const double gf = flops / n * m_tps / 1e9, gfc = flops / n * m_tpsc / 1e9;
+    stats(t->tps, R, &m_tps, &s_tps);
+    stats(t->tpsc, R, &m_tpsc, &s_tpsc);
+    stats(t->frac, R, &m_f, &s_f);
+    stats(t->fracs, R, &m_fs, &s_fs);
+    stats(t->fracc, R, &m_fc, &s_fc);
+    stats(t->bww, R, &m_bw, &s_bw);
+    stats(t->bwc, R, &m_bwc, &s_bwc);
+    const double gf = t->flops / n * m_tps / 1e9, gfc = t->flops / n * m_tpsc / 1e9;
     /* activations of the run's matmuls: bf16 with --fast-prefill for prefill steps of at least
      * HY_MATMUL_GEMM_MIN_T tokens (kernels/matmul.h), fp32 otherwise ("mixed": a last chunk
      * shorter than that) */
@@ -276,14 +302,13 @@ static int bench_test(bench *b, bool pp, int n, bool warmup, hy_err *err) {
                100 * m_fs, 100 * m_fc, gf, gfc);
     }
     fflush(stdout);
-    return 0;
 }
 
 HY_CMD(bench) {
     const char *dir = NULL, *weights = "auto", *isa = NULL, *fmt = "md";
     int pps[MAX_LIST] = {512}, n_pp = 1, tgs[MAX_LIST] = {128}, n_tg = 1, depths[MAX_LIST] = {0}, n_d = 1;
     int threads = 2, reps = 5, chunk = 0, bw_mib = 512, seed = 1, bw_every = 16;
-    bool warmup = true, fast_prefill = false;
+    bool warmup = true, fast_prefill = false, interleave = false;
     unsigned quant_flags = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -323,6 +348,8 @@ HY_CMD(bench) {
             fast_prefill = true;
         } else if (!strcmp(a, "--no-warmup")) {
             warmup = false;
+        } else if (!strcmp(a, "--interleave")) {
+            interleave = true;
         } else if (!strcmp(a, "-o") && has_val) {
             fmt = argv[++i];
             if (strcmp(fmt, "md") && strcmp(fmt, "csv")) {
@@ -368,6 +395,11 @@ HY_CMD(bench) {
     b.fast_prefill = fast_prefill;
     b.all_finite = true;
     int32_t *ids = NULL;
+    test_run *tests = calloc(2 * MAX_LIST, sizeof *tests);
+    if (!tests) {
+        hy_err_set(&err, HY_E_NOMEM, "out of memory");
+        goto fail;
+    }
     if (hy_model_load(&m, dir, &err)) goto fail;
     b.m = m;
     if (chunk == 0) chunk = HY_DEFAULT_MAX_CHUNK;
@@ -427,10 +459,26 @@ HY_CMD(bench) {
         }
         b.depth = depths[di];
         hy_gdn_state_copy(b.snap, hy_seq_gdn_state(b.seq));
+        int nt = 0;
         for (int i = 0; i < n_pp; i++)
-            if (pps[i] > 0 && bench_test(&b, true, pps[i], warmup, &err)) goto fail;
+            if (pps[i] > 0) test_init(&b, true, pps[i], &tests[nt++]);
         for (int i = 0; i < n_tg; i++)
-            if (tgs[i] > 0 && bench_test(&b, false, tgs[i], warmup, &err)) goto fail;
+            if (tgs[i] > 0) test_init(&b, false, tgs[i], &tests[nt++]);
+        if (interleave) { /* warm-ups first, then repetition r of every test before r + 1 */
+            for (int i = 0; i < nt && warmup; i++)
+                if (test_warmup(&b, &tests[i], &err)) goto fail;
+            for (int rep = 0; rep < reps; rep++)
+                for (int i = 0; i < nt; i++)
+                    if (test_rep(&b, &tests[i], &err)) goto fail;
+            for (int i = 0; i < nt; i++) test_print(&b, &tests[i]);
+        } else {
+            for (int i = 0; i < nt; i++) {
+                if (warmup && test_warmup(&b, &tests[i], &err)) goto fail;
+                for (int rep = 0; rep < reps; rep++)
+                    if (test_rep(&b, &tests[i], &err)) goto fail;
+                test_print(&b, &tests[i]);
+            }
+        }
     }
     if (b.csv) {
         printf("# memory: context_bytes=%zu seq_reserved_bytes=%zu kv_capacity=%lld kv_used_bytes=%.0f "
@@ -454,6 +502,7 @@ fail:
     hy_threadpool_free(b.bw_tp);
     hy_free(b.bw_buf);
     free(ids);
+    free(tests);
     free(b.logits);
     hy_gdn_state_free(b.snap);
     hy_seq_free(b.seq);

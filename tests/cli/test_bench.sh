@@ -31,6 +31,14 @@ grep -q '^tg3,0,3,1,' "$tmp/c.csv" || fail "csv: no tg3 row"
 grep -q '^# logits: finite' "$tmp/c.csv" || fail "csv: no finite verdict"
 grep -q '^# kernels: ref ' "$tmp/c.csv" || fail "csv: --isa ref not applied"
 
+# --interleave: the same rows, each with all its repetitions
+if ! "$HYLA_BIN" bench -m "$M" -p 8,24 -n 3 -r 2 --bw-mib 0 --interleave -o csv >"$tmp/i.csv" 2>"$tmp/e.txt"; then
+  fail "interleaved run exited non-zero: $(tail -1 "$tmp/e.txt")"
+fi
+for t in pp8,0,8,2, pp24,0,24,2, tg3,0,3,2,; do
+  grep -q "^$t" "$tmp/i.csv" || fail "interleave: no row '$t'"
+done
+
 expect_usage() { # args... : exit 2 and a message on stderr
   "$HYLA_BIN" bench "$@" >/dev/null 2>"$tmp/u.txt"
   rc=$?
