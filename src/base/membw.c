@@ -87,9 +87,13 @@ void hy_membw_measure(hy_threadpool *tp, const float *buf, size_t n_floats, int 
     j->tp = tp;
     j->buf = buf;
     j->per = (n_floats / (size_t)nth) & ~(size_t)63;
-    j->kind = f.avx512f ? 2 : f.avx2 ? 1 : 0;
     const double bytes = (double)j->per * (double)nth * sizeof(float);
     for (int p = 0; p < (passes > 0 ? passes : 1); p++) {
+        /* ymm loads first, then zmm and ymm in turn: on Zen 4 a stream of 256-bit loads read
+         * 3-6% more from DRAM than one of 512-bit loads (alternated in one process, most
+         * minutes; equal on the fastest), so a limit measured with zmm loads alone sat below
+         * what the GEMV kernels reached */
+        j->kind = f.avx512f && p % 2 ? 2 : f.avx2 ? 1 : 0;
         hy_threadpool_run(tp, membw_run, j);
         double t0 = j->t0[0], t1 = j->t1[0], cpu = 0;
         for (int i = 0; i < nth; i++) {

@@ -4,7 +4,8 @@
  * process, minutes apart at most (on a shared machine the figure moves minute to minute).
  *
  * Each thread streams its share of a caller-owned buffer (far larger than the last-level
- * cache) with the widest vector loads the CPU runs (AVX-512, AVX2, else one load per line).
+ * cache) with vector loads (AVX2; on AVX-512 CPUs AVX2 and AVX-512 passes in turn, the best
+ * counting; else one load per line).
  * Reported two ways: bytes / elapsed time, and bytes / the longest thread-CPU time (what the
  * threads achieve while they hold a core: robust when other processes compete for the CPUs).
  *
