@@ -18,6 +18,7 @@
 #include "base/alloc.h"
 #include "base/cpu.h"
 #include "base/fp.h"
+#include "base/membw.h"
 #include "base/threadpool.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/matmul.h"
@@ -43,10 +44,7 @@ static double max_of(const double *v, int n) {
 /* ---- roofline measurements ---------------------------------------------------------------- */
 
 typedef struct roof_job {
-    const float *buf;
-    size_t n;
-    int what; /* 0 read, 1 fma, 2 bf16, 3 int8 */
-    int pass; /* runs so far (the read alternates its load width) */
+    int what; /* 1 fma, 2 bf16, 3 int8 (the read bandwidth: read_gbs) */
     long iters;
     float sink[MAXTH];
     double cpu[MAXTH];
@@ -57,14 +55,8 @@ static hy_cpu_features g_cpu;
 static void roof_run(void *arg, int ith, int nth) {
     roof_job *j = arg;
     const double c0 = cpu_s();
+    (void)nth;
     switch (j->what) {
-    case 0: {
-        const size_t per = (j->n / (size_t)nth) & ~(size_t)63;
-        /* 256- and 512-bit loads in turn, as base/membw.c (Zen 4 reads more with 256-bit) */
-        j->sink[ith] = g_cpu.avx512f && j->pass % 2 ? read_avx512(j->buf + per * (size_t)ith, per)
-                                                    : read_avx2(j->buf + per * (size_t)ith, per);
-        break;
-    }
     case 1: j->sink[ith] = g_cpu.avx512f ? fma_avx512(j->iters) : fma_avx2(j->iters); break;
     case 2: j->sink[ith] = bf16_avx512(j->iters); break;
     default: j->sink[ith] = int8_avx512(j->iters); break;
@@ -78,7 +70,6 @@ static double roof_rate(hy_threadpool *tp, int nth, roof_job *j, double units, i
     hy_threadpool_run(tp, roof_run, j); /* warm-up */
     for (int r = 0; r < reps; r++) {
         hy_threadpool_run(tp, roof_run, j);
-        j->pass++;
         const double dt = max_of(j->cpu, nth);
         if (units / dt > best) best = units / dt;
     }
@@ -89,11 +80,19 @@ typedef struct roof {
     double read_gbs, fma_gf, bf16_gf, int8_gops;
 } roof;
 
+/* Best read bandwidth of `reps` passes over buf (n floats) after one warm-up pass, on the
+ * longest thread-CPU time: base/membw.c, the figure `hyla bench` weighs decode against. */
+static double read_gbs(hy_threadpool *tp, const float *buf, size_t n, int reps) {
+    hy_membw m;
+    hy_membw_measure(tp, buf, n, 1, &m); /* warm-up */
+    hy_membw_measure(tp, buf, n, reps, &m);
+    return m.gbs_cpu;
+}
+
 static roof measure_roof(hy_threadpool *tp, int nth, const float *buf, size_t n) {
     roof r = {0};
-    roof_job j = {.buf = buf, .n = n, .what = 0};
-    r.read_gbs = roof_rate(tp, nth, &j, (double)((n / (size_t)nth) & ~(size_t)63) * nth * 4 / 1e9, 5);
-    j.what = 1;
+    roof_job j = {.what = 1};
+    r.read_gbs = read_gbs(tp, buf, n, 5);
     j.iters = 4000000;
     const int fl = g_cpu.avx512f ? 16 : 8;
     r.fma_gf = roof_rate(tp, nth, &j, 1e-9 * (double)j.iters * 12 * fl * 2 * nth, 3);
@@ -306,9 +305,7 @@ int main(int argc, char **argv) {
             snprintf(R->label, sizeof R->label, "%-15s %6dx%-6d %-14s", shapes[si].what, shapes[si].rows,
                      shapes[si].cols, fmt_label(f, HY_ACT_F32));
             for (int ti = 0; ti < nth_rows; ti++) {
-                roof_job rj = {.buf = rbuf, .n = (size_t)256 << 18, .what = 0};
-                const double rb =
-                    roof_rate(tps[ti], ths[ti], &rj, (double)((rj.n / (size_t)ths[ti]) & ~(size_t)63) * ths[ti] * 4 / 1e9, 3);
+                const double rb = read_gbs(tps[ti], rbuf, (size_t)256 << 18, 3);
                 if (rb > best_read[ti]) best_read[ti] = rb;
                 mm_job j = {.fn = k.ops.matmul, .T = 1, .x = x, .y = y, .scratch = scratch, .scratch_bytes = sb};
                 const int reps = quick ? 3 : 9;
