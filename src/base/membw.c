@@ -90,7 +90,7 @@ void hy_membw_measure(hy_threadpool *tp, const float *buf, size_t n_floats, int 
     const double bytes = (double)j->per * (double)nth * sizeof(float);
     for (int p = 0; p < (passes > 0 ? passes : 1); p++) {
         /* ymm loads first, then zmm and ymm in turn: on Zen 4 a stream of 256-bit loads read
-         * 3-6% more from DRAM than one of 512-bit loads (alternated in one process, most
+         * 3-10% more from DRAM than one of 512-bit loads (alternated in one process, most
          * minutes; equal on the fastest), so a limit measured with zmm loads alone sat below
          * what the GEMV kernels reached */
         j->kind = f.avx512f && p % 2 ? 2 : f.avx2 ? 1 : 0;
