@@ -111,7 +111,8 @@ static roof measure_roof(hy_threadpool *tp, int nth, const float *buf, size_t n)
 
 typedef struct bmat {
     hy_mat m;
-    void *data;
+    void *data; /* hy_alloc_pages: the pages the engine gives its weights */
+    size_t data_bytes;
     float *scale;
     uint16_t *gscale;
     size_t bytes;
@@ -136,7 +137,8 @@ static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
     const size_t n = (size_t)rows * cols;
     if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4) {
         const size_t nb = (size_t)hy_q_blocks(rows), G = (size_t)hy_q_groups(cols);
-        b.data = hy_calloc_aligned(nb * G, hy_q_record_bytes(f));
+        b.data_bytes = nb * G * hy_q_record_bytes(f);
+        b.data = hy_alloc_pages(b.data_bytes);
         b.gscale = hy_calloc_aligned(nb * G * HY_Q_ROWS, 2);
         b.scale = hy_calloc_aligned(nb * HY_Q_ROWS, 4);
         if (like) {
@@ -154,7 +156,8 @@ static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
         }
     } else {
         const size_t es = f == HY_WFMT_F32 ? 4 : f == HY_WFMT_FP8 ? 1 : 2;
-        b.data = hy_calloc_aligned(n, es);
+        b.data_bytes = n * es;
+        b.data = hy_alloc_pages(b.data_bytes);
         if (like) memcpy(b.data, like->data, n * es);
         else
             for (size_t i = 0; i < n; i++) {
@@ -179,7 +182,7 @@ static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
 }
 
 static void bfree(bmat *b) {
-    hy_free(b->data);
+    hy_free_pages(b->data, b->data_bytes);
     hy_free(b->scale);
     hy_free(b->gscale);
 }
@@ -248,7 +251,7 @@ int main(int argc, char **argv) {
     printf("machine: %s\nkernels: %s\n", desc, hy_isa_name(k.isa));
 
     const size_t buf_n = (size_t)(quick ? 256 : 1024) << 18; /* floats: 1 GiB (256 MiB quick) */
-    float *buf = hy_calloc_aligned(buf_n, sizeof(float));
+    float *buf = hy_alloc_pages(buf_n * sizeof(float)); /* huge pages, as the weights */
     for (size_t i = 0; i < buf_n; i++) buf[i] = (float)(i & 1023) * 1e-3f;
 
     int ths[2] = {1, max_th};
@@ -286,7 +289,7 @@ int main(int argc, char **argv) {
     drow rows[64];
     int n_rows = 0;
     double best_read[2] = {rf[0].read_gbs, nth_rows > 1 ? rf[1].read_gbs : 0};
-    float *rbuf = hy_calloc_aligned((size_t)256 << 18, sizeof(float)); /* 256 MiB for re-measuring */
+    float *rbuf = hy_alloc_pages((size_t)256 << 20); /* 256 MiB for re-measuring */
     for (size_t i = 0; i < (size_t)256 << 18; i++) rbuf[i] = (float)(i & 255); /* touch: no zero-page reads */
     for (int si = 0; si < nshape && do_dec; si++) {
         for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
@@ -330,7 +333,7 @@ int main(int argc, char **argv) {
             free(cp);
         }
     }
-    hy_free(rbuf);
+    hy_free_pages(rbuf, (size_t)256 << 20);
     if (do_dec) {
         printf("\ndecode GEMV, T = 1: weight GB/s (fraction of the best read bandwidth seen: %.1f GB/s 1 thr", best_read[0]);
         if (nth_rows > 1) printf(", %.1f GB/s %d thr", best_read[1], ths[1]);
@@ -346,7 +349,7 @@ int main(int argc, char **argv) {
         }
     }
 
-    hy_free(buf);
+    hy_free_pages(buf, buf_n * sizeof(float));
     printf("\nprefill GEMM, T = %d: GFLOP/s (fraction of the matching peak: fp32 FMA, bf16 dot, int8 dot)\n", Tp);
     printf("  %-15s %-13s %-14s", "shape", "rows x cols", "format");
     for (int ti = 0; ti < nth_rows; ti++) printf("   %d thr: GFLOP/s frac    wall ms/call", ths[ti]);

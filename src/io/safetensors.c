@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,6 +496,17 @@ const hy_st_tensor *hy_st_find(const hy_st_set *s, const char *name) {
 int hy_st_n_files(const hy_st_set *s) { return s ? s->n_files : 0; }
 const char *hy_st_file_path(const hy_st_set *s, int i) { return s && i >= 0 && i < s->n_files ? s->files[i].path : NULL; }
 uint64_t hy_st_file_size(const hy_st_set *s, int i) { return s && i >= 0 && i < s->n_files ? s->files[i].size : 0; }
+
+void hy_st_drop_pages(const hy_st_set *s, const void *p, size_t len) {
+    const uintptr_t a = (uintptr_t)p, pg = 4096;
+    for (int i = 0; s && i < s->n_files; i++) {
+        const uintptr_t base = (uintptr_t)s->files[i].base;
+        if (a < base || a - base > s->files[i].size || len > s->files[i].size - (a - base)) continue;
+        const uintptr_t lo = (a + pg - 1) & ~(pg - 1), hi = (a + len) & ~(pg - 1);
+        if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        return;
+    }
+}
 
 void hy_st_view(const hy_st_tensor *t, hy_tensor *out) {
     memset(out, 0, sizeof *out);

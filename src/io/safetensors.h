@@ -68,6 +68,11 @@ int hy_st_n_files(const hy_st_set *s);
 const char *hy_st_file_path(const hy_st_set *s, int i);
 uint64_t hy_st_file_size(const hy_st_set *s, int i);
 
+/* Lets the whole pages of [p, p + len) go from this process's memory when the range lies in
+ * one of s's file mappings (read-only and private: touched again, they come back from the
+ * file). Anything else, s NULL included, is left alone. For data copied elsewhere. */
+void hy_st_drop_pages(const hy_st_set *s, const void *p, size_t len);
+
 /* Fills a view (scale_inv NULL). */
 void hy_st_view(const hy_st_tensor *t, hy_tensor *out);
 

@@ -198,7 +198,7 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
         return hy_err_wrap(err, "forward");
     }
     if ((rc = hy_linears_create(&c->lin, m, opts ? opts->weights : HY_WEIGHTS_AUTO, opts ? opts->quant_flags : 0,
-                                c->tp, err))) {
+                                opts ? opts->weights_res : HY_WRES_AUTO, c->tp, err))) {
         hy_ctx_free(c);
         return hy_err_wrap(err, "forward");
     }
@@ -338,7 +338,8 @@ void hy_ctx_free(hy_ctx *c) {
 int hy_ctx_threads(const hy_ctx *c) { return hy_threadpool_size(c->tp); }
 
 size_t hy_ctx_bytes(const hy_ctx *c) {
-    return c->scratch_bytes + c->small_floats * sizeof(float) + (size_t)c->lin.bytes_owned;
+    return c->scratch_bytes + c->small_floats * sizeof(float) + (size_t)c->lin.bytes_owned +
+           (size_t)c->lin.bytes_copied;
 }
 
 const char *hy_ctx_isa(const hy_ctx *c) { return hy_isa_name(c->kern.isa); }

@@ -48,6 +48,7 @@ typedef struct hy_ctx_opts {
     const char *isa;      /* kernel tier "ref" | "avx2" | "avx512"; NULL / "" / "auto": $HYLA_ISA, else the best */
     hy_wreq weights;      /* matrix formats (model/linears.h); HY_WEIGHTS_AUTO (0) keeps them as stored */
     unsigned quant_flags; /* HY_QUANT_LM_HEAD / HY_QUANT_GDN_AB: those follow `weights` too */
+    hy_wres weights_res;  /* matrices used as stored: copied into memory or read from the mmap */
     bool fast_prefill;    /* bf16 activations in prefill matmuls (HY_ACT_BF16, kernels/matmul.h); decode
                              and results of steps under HY_MATMUL_GEMM_MIN_T tokens are unchanged */
 } hy_ctx_opts;
@@ -58,7 +59,7 @@ typedef struct hy_ctx_opts {
 int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_err *err);
 void hy_ctx_free(hy_ctx *ctx);
 int hy_ctx_threads(const hy_ctx *ctx);
-/* Bytes of scratch + converted small tensors + converted matrices held by the context. */
+/* Bytes of scratch + converted small tensors + converted or copied matrices held by the context. */
 size_t hy_ctx_bytes(const hy_ctx *ctx);
 /* The kernel tier in use ("ref", "avx2", "avx512"). */
 const char *hy_ctx_isa(const hy_ctx *ctx);

@@ -10,8 +10,10 @@
 #include "base/alloc.h"
 #include "base/fp.h"
 #include "base/log.h"
+#include "io/safetensors.h"
 
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,17 +215,33 @@ int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wclass_in
 
 /* ---- conversion ------------------------------------------------------------------------ */
 
+/* Weight arrays from this size on get pages of their own (hy_alloc_pages: huge pages); the
+ * scales and other small arrays come from the heap. */
+#define OWN_PAGES_MIN ((size_t)1 << 20)
+
+struct hy_lin_buf {
+    void *p;
+    size_t bytes;
+};
+
 static void *own(hy_linears *L, size_t n, size_t size) {
     if (L->n_bufs == L->cap_bufs) {
         int cap = L->cap_bufs ? 2 * L->cap_bufs : 64;
-        void **b = realloc(L->bufs, (size_t)cap * sizeof *b);
+        struct hy_lin_buf *b = realloc(L->bufs, (size_t)cap * sizeof *b);
         if (!b) return NULL;
         L->bufs = b;
         L->cap_bufs = cap;
     }
-    void *p = hy_calloc_aligned(n ? n : 1, size);
-    if (p) L->bufs[L->n_bufs++] = p;
+    if (size && n > SIZE_MAX / size) return NULL;
+    const size_t bytes = n * size;
+    void *p = bytes >= OWN_PAGES_MIN ? hy_alloc_pages(bytes) : hy_calloc_aligned(n ? n : 1, size);
+    if (p) L->bufs[L->n_bufs++] = (struct hy_lin_buf){p, bytes};
     return p;
+}
+
+static void own_free(struct hy_lin_buf *b) {
+    if (b->bytes >= OWN_PAGES_MIN) hy_free_pages(b->p, b->bytes);
+    else hy_free(b->p);
 }
 
 typedef struct conv_job {
@@ -361,7 +379,49 @@ static int convert(hy_linears *L, const hy_mat *src, hy_wfmt tf, hy_mat *dst, hy
     return HY_OK;
 }
 
-int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned flags, hy_threadpool *tp,
+/* ---- copies of the matrices used as stored ---------------------------------------------- */
+
+typedef struct copy_job {
+    const unsigned char *src;
+    unsigned char *dst;
+    size_t bytes;
+} copy_job;
+
+static void copy_run(void *arg, int ith, int nth) {
+    const copy_job *j = arg;
+    const size_t line = 64, n = (j->bytes + line - 1) / line;
+    const size_t a = n * (size_t)ith / (size_t)nth * line, b0 = n * (size_t)(ith + 1) / (size_t)nth * line;
+    const size_t b = b0 < j->bytes ? b0 : j->bytes;
+    if (b > a) memcpy(j->dst + a, j->src + a, b - a);
+}
+
+static size_t data_bytes(const hy_tensor *t) { return (size_t)hy_tensor_numel(t) * hy_dtype_size(t->dtype); }
+
+/* Points dst (a view of t) at a copy of t's data in pages of L's own, and lets the mapping's
+ * pages go from this process (the page cache keeps them; the mapping reads them back if the
+ * embedding lookup of a tied head touches them). */
+static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat *dst, hy_threadpool *tp, hy_err *err) {
+    const size_t bytes = data_bytes(t);
+    unsigned char *p = own(L, bytes, 1);
+    if (!p)
+        return hy_err_set(err, HY_E_NOMEM, "weights: out of memory copying %s (%zu bytes) out of the mmap",
+                          t->name ? t->name : "?", bytes);
+    copy_job j = {.src = t->data, .dst = p, .bytes = bytes};
+    run_job(tp, copy_run, &j);
+    hy_st_drop_pages(m->st, t->data, bytes);
+    dst->data = p;
+    L->bytes_copied += (int64_t)bytes;
+    return HY_OK;
+}
+
+/* Whether matrices used as stored are copied (true) or read from the mmap, for `res`. */
+static bool want_copy(hy_wres res, size_t inplace) {
+    if (res != HY_WRES_AUTO) return res == HY_WRES_COPY;
+    const long long avail = hy_mem_available();
+    return avail >= 0 && (long long)inplace + (1ll << 30) <= avail;
+}
+
+int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned flags, hy_wres res, hy_threadpool *tp,
                       hy_err *err) {
     memset(L, 0, sizeof *L);
     if (req < 0 || req >= HY_WEIGHTS_COUNT) return hy_err_set(err, HY_E_INVALID, "weights: bad format request");
@@ -374,6 +434,11 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         return hy_err_set(err, HY_E_NOMEM, "weights: out of memory");
     }
     list_slots(m, L->layers, &L->lm_head, s);
+    size_t inplace = 0;
+    for (int i = 0; i < n; i++)
+        if (target_fmt(&s[i], req, flags) == stored_fmt(s[i].src)) inplace += data_bytes(s[i].src);
+    const bool copy = inplace && want_copy(res, inplace);
+    L->res = !inplace ? HY_WRES_USED_NONE : copy ? HY_WRES_USED_COPY : HY_WRES_USED_MMAP;
     int rc = HY_OK;
     int n_conv = 0;
     for (int i = 0; i < n && !rc; i++) {
@@ -386,6 +451,7 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         if (tf == sf) {
             if (sf == HY_WFMT_FP8 && (rc = check_fp8_inplace(m, t, err))) break;
             *s[i].dst = src;
+            if (copy && (rc = copy_in(L, m, t, s[i].dst, tp, err))) break;
             add_info(&L->cls[s[i].cls], hy_tensor_numel(t), tied ? 0 : tensor_bytes(t), tensor_bytes(t), owned, sf);
         } else {
             rc = convert(L, &src, tf, s[i].dst, tp, &owned, err);
@@ -405,12 +471,15 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
     if (n_conv)
         HY_LOGI("weights: converted %d matrices to %s (%.1f MiB held)", n_conv, hy_wreq_name(req),
                 (double)L->bytes_owned / (1 << 20));
+    if (inplace)
+        HY_LOGI("weights: %.1f MiB of matrices used as stored, %s", (double)inplace / (1 << 20),
+                copy ? "copied into memory" : "read from the mmap");
     return HY_OK;
 }
 
 void hy_linears_free(hy_linears *L) {
     if (!L) return;
-    for (int i = 0; i < L->n_bufs; i++) hy_free(L->bufs[i]);
+    for (int i = 0; i < L->n_bufs; i++) own_free(&L->bufs[i]);
     free(L->bufs);
     free(L->layers);
     memset(L, 0, sizeof *L);

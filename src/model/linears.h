@@ -1,8 +1,9 @@
 /*
  * The matrices of the forward pass in the format the matmul kernels read (kernels/matmul.h),
- * chosen at load time: "auto" keeps every tensor as stored (bf16 / f32 / f16 read in place
- * from the mmap, official block-FP8 read in place with its scale_inv), "bf16" / "fp8" / "q8" /
- * "q4" convert at load into buffers this object owns. The checkpoint mmap is never written.
+ * chosen at load time: "auto" keeps every tensor as stored (bf16 / f32 / f16, official
+ * block-FP8 with its scale_inv), "bf16" / "fp8" / "q8" / "q4" convert at load into buffers this
+ * object owns. Matrices kept as stored are copied out of the mmap or read in place (hy_wres).
+ * The checkpoint mmap is never written.
  *
  * Selective by default (anchors §4 item 9: quantizing the GDN gate projections or the head
  * costs quality out of proportion to their size): only the big projections follow the request:
@@ -39,6 +40,18 @@ const char *hy_wreq_name(hy_wreq r);
 #define HY_QUANT_GDN_AB 2u  /* linear_attn.in_proj_a / in_proj_b follow the request too */
 #define HY_QUANT_ALL (HY_QUANT_LM_HEAD | HY_QUANT_GDN_AB)
 
+/* Where matrices used as stored (no conversion) are read from. Decode streams them once per
+ * token, and from the checkpoint's page cache (4 KiB pages) that ran measurably slower than
+ * from anonymous memory advised for huge pages; a copy costs a pass over them at load and
+ * their size in anonymous memory (the page cache copy stays reclaimable). */
+typedef enum hy_wres {
+    HY_WRES_AUTO = 0, /* copy when they fit in MemAvailable with 1 GiB to spare, else the mmap */
+    HY_WRES_COPY,     /* always copy (fails with HY_E_NOMEM where it cannot) */
+    HY_WRES_MMAP,     /* read in place from the mmap (shared page cache, least memory) */
+} hy_wres;
+
+typedef enum hy_wres_used { HY_WRES_USED_NONE = 0, HY_WRES_USED_COPY, HY_WRES_USED_MMAP } hy_wres_used;
+
 /* Tensor classes for the byte report. */
 typedef enum hy_wclass {
     HY_WCLASS_ATTN = 0, /* self_attn q/k/v/o_proj */
@@ -74,7 +87,9 @@ typedef struct hy_linears {
     hy_mat lm_head;
     hy_wclass_info cls[HY_WCLASS_COUNT];
     int64_t bytes_owned;   /* total of cls[].bytes_owned */
-    void **bufs;           /* owned allocations */
+    int64_t bytes_copied;  /* matrices used as stored but copied out of the mmap (hy_wres) */
+    hy_wres_used res;      /* where the as-stored matrices are read from */
+    struct hy_lin_buf *bufs; /* owned allocations */
     int n_bufs, cap_bufs;
 } hy_linears;
 
@@ -82,8 +97,8 @@ typedef struct hy_linears {
  * HY_E_UNSUPPORTED for an fp8 block width the kernels cannot read (columns not a multiple of
  * 32) unless the request converts it, HY_E_INVALID for non-finite weights met while
  * quantizing, HY_E_NOMEM. The model must outlive L. */
-int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned flags, hy_threadpool *tp,
-                      hy_err *err);
+int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned flags, hy_wres res,
+                      hy_threadpool *tp, hy_err *err);
 void hy_linears_free(hy_linears *L);
 
 /* The class table hy_linears_create would produce, without converting anything. */

@@ -30,6 +30,17 @@ for w in auto bf16 fp8 q8 q4; do
 done
 cmp -s "$tmp/l_auto.bin" "$tmp/l_fp8.bin" || fail "--weights fp8 on an fp8 checkpoint should keep it as stored"
 
+# matrices used as stored (all of them in place for fp8 auto; lm_head and in_proj_a/b with q8)
+# give the same logits read from the mmap or copied into memory
+for w in auto q8; do
+  for r in mmap no-mmap; do
+    "$HYLA_BIN" logits -m "$tmp/fp8" --ids 1,2,3,4,5,6,7,8,9,10 --all --weights $w --$r --out "$tmp/r_${w}_$r.bin" \
+      >/dev/null 2>"$tmp/e.txt" || fail "logits --weights $w --$r: $(head -1 "$tmp/e.txt")"
+  done
+  cmp -s "$tmp/r_${w}_mmap.bin" "$tmp/l_$w.bin" || fail "--weights $w --mmap: logits differ from the default"
+  cmp -s "$tmp/r_${w}_no-mmap.bin" "$tmp/l_$w.bin" || fail "--weights $w --no-mmap: logits differ from the default"
+done
+
 "$HYLA_BIN" inspect "$tmp/fp8" --weights q8 >"$tmp/i.txt" 2>"$tmp/e.txt" || fail "inspect --weights q8: $(head -1 "$tmp/e.txt")"
 grep -q "^weights as used (--weights q8)" "$tmp/i.txt" || fail "inspect --weights q8: no table"
 grep -Eq "^  mlp gate/up/down +24 .* q8$" "$tmp/i.txt" || fail "inspect: mlp not q8: $(grep mlp "$tmp/i.txt")"

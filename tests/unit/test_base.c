@@ -10,6 +10,7 @@
 #include "base/fp.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 static void test_bf16_round_trip(void **st) {
@@ -65,6 +66,22 @@ static void test_arena(void **st) {
     hy_arena_release(&a);
 }
 
+static void test_alloc_pages(void **st) {
+    (void)st;
+    const size_t sizes[] = {1, 4096, 5000, (size_t)3 << 20};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        unsigned char *p = hy_alloc_pages(sizes[i]);
+        assert_non_null(p);
+        assert_int_equal((uintptr_t)p % ((size_t)2 << 20), 0); /* huge pages can back it from byte 0 */
+        assert_int_equal(p[0] | p[sizes[i] - 1], 0);            /* zeroed */
+        memset(p, 0x5a, sizes[i]);
+        hy_free_pages(p, sizes[i]);
+    }
+    assert_null(hy_alloc_pages(SIZE_MAX - 4096));
+    hy_free_pages(NULL, 123);
+    assert_true(hy_mem_available() > 0); /* Linux: /proc/meminfo */
+}
+
 static void test_err(void **st) {
     (void)st;
     hy_err e;
@@ -78,7 +95,7 @@ static void test_err(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bf16_round_trip), cmocka_unit_test(test_f16_and_fp8),
-        cmocka_unit_test(test_dtype_table),     cmocka_unit_test(test_arena),
+        cmocka_unit_test(test_dtype_table),     cmocka_unit_test(test_arena), cmocka_unit_test(test_alloc_pages),
         cmocka_unit_test(test_err),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
