@@ -102,6 +102,20 @@ static inline vf vf_round_bf16(vf v) {
 
 static inline vi vi_load(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
 static inline vi vi_set1(int32_t v) { return _mm256_set1_epi32(v); }
+/* 2·VL bf16 as one integer vector (n < 2·VL: the first n, zeros after), and its even / odd
+ * elements as fp32 (the pair GEMV order, matmul_simd.inc) */
+static inline vi vi_load_u16m(const uint16_t *p, int n) {
+    uint16_t t[16] = {0};
+    memcpy(t, p, (size_t)(n < 16 ? n : 16) * 2);
+    return vi_load(t);
+}
+/* (a | b) de-interleaved: the even elements of the 2·VL, then the odd ones */
+static inline void vf_deint(vf a, vf b, vf *even, vf *odd) {
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+}
+static inline vf vf_bf16_even(vi v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); }
+static inline vf vf_bf16_odd(vi v) { return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32((int)0xffff0000u))); }
 static inline vi vi_bcast4(const int8_t *p) {
     int32_t v;
     memcpy(&v, p, 4);

@@ -73,6 +73,20 @@ static inline vf vf_load_bf16(const uint16_t *p) {
         _mm512_maskz_permutexvar_epi16(0xaaaaaaaau, idx, _mm512_castsi256_si512(_mm256_loadu_si256((const __m256i *)p))));
 }
 static inline vf vf_load_bf16m(const uint16_t *p, int n) { return vf_from_bf16(_mm256_maskz_loadu_epi16(vm_first(n), p)); }
+/* 2·VL bf16 as one integer vector (n < 2·VL: the first n, zeros after), and its even / odd
+ * elements as fp32: one AND or shift each, no shuffle (the pair GEMV order, matmul_simd.inc) */
+static inline vi vi_load_u16m(const uint16_t *p, int n) {
+    return _mm512_maskz_loadu_epi16(n >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << n) - 1), p);
+}
+/* (a | b) de-interleaved: the even elements of the 2·VL, then the odd ones */
+static inline void vf_deint(vf a, vf b, vf *even, vf *odd) {
+    const __m512i ie = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i io = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    *even = _mm512_permutex2var_ps(a, ie, b);
+    *odd = _mm512_permutex2var_ps(a, io, b);
+}
+static inline vf vf_bf16_even(vi v) { return _mm512_castsi512_ps(_mm512_slli_epi32(v, 16)); }
+static inline vf vf_bf16_odd(vi v) { return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32((int)0xffff0000u))); }
 static inline vf vf_load_f16(const uint16_t *p) { return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p)); }
 static inline vf vf_load_f16m(const uint16_t *p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(vm_first(n), p)); }
 /* e4m3 byte -> fp16 bits of the value times 2^-8: sign-extend, shift the exponent+mantissa
