@@ -324,7 +324,8 @@ static void print_plan(const hy_ctx_opts *o, const hy_wclass_info *cls) {
     printf("  %-28s %5s %15s %12s %12s %12s\n", "total", "", "", human_bytes(b1, sizeof b1, st),
            human_bytes(b2, sizeof b2, us), human_bytes(b3, sizeof b3, ow));
     printf("  (stored: in the files; used: what the matmuls read, embed_tokens counted whole; held: converted\n"
-           "   copies in memory besides the mmap, fp32 small tensors included)\n");
+           "   copies in memory besides the mmap, fp32 small tensors included; matrices used as stored are\n"
+           "   also copied into memory at load when they fit, unless --mmap)\n");
 }
 
 static json_t *json_plan(const hy_ctx_opts *o, const hy_wclass_info *cls) {

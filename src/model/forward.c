@@ -202,6 +202,10 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
         hy_ctx_free(c);
         return hy_err_wrap(err, "forward");
     }
+    c->embed = m->w.embed_tokens;
+    if (m->w.lm_head_tied && c->lin.res == HY_WRES_USED_COPY && c->lin.lm_head.data != m->w.lm_head.data &&
+        c->lin.lm_head.fmt == hy_mat_from_tensor(&m->w.lm_head).fmt)
+        c->embed.data = c->lin.lm_head.data; /* the same bytes, copied */
     c->d = d;
     c->gd = (hy_gdn_dims){d.Hk, d.Hv, d.dk, d.dv};
     c->max_chunk = max_chunk;
@@ -489,7 +493,7 @@ static void step_job(void *arg, int ith, int nth) {
     int t0, t1;
     hy_split_range(c->T, ith, nth, &t0, &t1);
     for (int t = t0; t < t1; t++) {
-        hy_ref_row_f32(&c->m->w.embed_tokens, c->ids[t], c->x + t * D);
+        hy_ref_row_f32(&c->embed, c->ids[t], c->x + t * D);
         if (half)
             hy_ref_rope_cos_sin((int64_t)c->pos0 + t, (int)half, c->inv_freq, c->rope_cos + t * half,
                                 c->rope_sin + t * half);

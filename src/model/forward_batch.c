@@ -150,7 +150,7 @@ static void batch_job(void *arg, int ith, int nth) {
     int t0, t1;
     hy_split_range(c->T, ith, nth, &t0, &t1);
     for (int t = t0; t < t1; t++) {
-        hy_ref_row_f32(&c->m->w.embed_tokens, c->ids[t], c->x + t * D);
+        hy_ref_row_f32(&c->embed, c->ids[t], c->x + t * D);
         if (half)
             hy_ref_rope_cos_sin((int64_t)c->bseqs[t]->pos, (int)half, c->inv_freq, c->rope_cos + t * half,
                                 c->rope_sin + t * half);

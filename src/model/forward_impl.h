@@ -55,6 +55,8 @@ struct hy_ctx {
     const hy_ops *ops;
     const hy_gdn_ops *gdn;
     hy_linears lin;         /* the matrices the layers multiply by */
+    hy_tensor embed;        /* embed_tokens as looked up: a tied lm_head's copy (lin) when there is one,
+                               so the rows are not read back into memory from the mmap too */
     hy_act act;             /* activations of prefill matmuls */
     unsigned char *mm_scratch; /* [nth][mm_scratch_bytes] matmul scratch */
     size_t mm_scratch_bytes;

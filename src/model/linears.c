@@ -215,8 +215,10 @@ int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wclass_in
 
 /* ---- conversion ------------------------------------------------------------------------ */
 
-/* Weight arrays from this size on get pages of their own (hy_alloc_pages: huge pages); the
- * scales and other small arrays come from the heap. */
+/* Weight arrays from this size on come from L's arena, one hy_alloc_pages mapping sized at the
+ * start for all of them (huge pages, none half used at the end of each matrix: pages of their
+ * own per matrix held ~300 MiB more for the 0.8B model); the scales and other small arrays
+ * come from the heap. */
 #define OWN_PAGES_MIN ((size_t)1 << 20)
 
 struct hy_lin_buf {
@@ -233,7 +235,12 @@ static void *own(hy_linears *L, size_t n, size_t size) {
         L->cap_bufs = cap;
     }
     if (size && n > SIZE_MAX / size) return NULL;
-    const size_t bytes = n * size;
+    const size_t bytes = n * size, lines = (bytes + 63) / 64 * 64;
+    if (bytes >= OWN_PAGES_MIN && lines <= L->arena_cap - L->arena_used) {
+        void *p = L->arena + L->arena_used; /* zeroed by the mapping */
+        L->arena_used += lines;
+        return p;
+    }
     void *p = bytes >= OWN_PAGES_MIN ? hy_alloc_pages(bytes) : hy_calloc_aligned(n ? n : 1, size);
     if (p) L->bufs[L->n_bufs++] = (struct hy_lin_buf){p, bytes};
     return p;
@@ -406,9 +413,13 @@ static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat 
     if (!p)
         return hy_err_set(err, HY_E_NOMEM, "weights: out of memory copying %s (%zu bytes) out of the mmap",
                           t->name ? t->name : "?", bytes);
-    copy_job j = {.src = t->data, .dst = p, .bytes = bytes};
-    run_job(tp, copy_run, &j);
-    hy_st_drop_pages(m->st, t->data, bytes);
+    /* in slices, each let go once copied: the peak holds one slice twice, not the matrix */
+    const size_t slice = (size_t)32 << 20;
+    for (size_t o = 0; o < bytes; o += slice) {
+        copy_job j = {.src = (const unsigned char *)t->data + o, .dst = p + o, .bytes = bytes - o < slice ? bytes - o : slice};
+        run_job(tp, copy_run, &j);
+        hy_st_drop_pages(m->st, t->data, o + j.bytes);
+    }
     dst->data = p;
     L->bytes_copied += (int64_t)bytes;
     return HY_OK;
@@ -434,10 +445,18 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         return hy_err_set(err, HY_E_NOMEM, "weights: out of memory");
     }
     list_slots(m, L->layers, &L->lm_head, s);
-    size_t inplace = 0;
-    for (int i = 0; i < n; i++)
-        if (target_fmt(&s[i], req, flags) == stored_fmt(s[i].src)) inplace += data_bytes(s[i].src);
+    size_t inplace = 0, converted = 0;
+    for (int i = 0; i < n; i++) {
+        const hy_wfmt tf = target_fmt(&s[i], req, flags);
+        if (tf == stored_fmt(s[i].src)) inplace += data_bytes(s[i].src);
+        else converted += hy_wfmt_bytes(tf, s[i].src->shape[0], s[i].src->shape[1]) + 3 * 64;
+    }
     const bool copy = inplace && want_copy(res, inplace);
+    /* an upper bound of what own() will take (untouched pages cost nothing); too little only
+     * sends the rest to mappings of their own */
+    L->arena_cap = converted + (copy ? inplace + (size_t)n * 64 : 0);
+    L->arena = L->arena_cap ? hy_alloc_pages(L->arena_cap) : NULL;
+    if (!L->arena) L->arena_cap = 0;
     L->res = !inplace ? HY_WRES_USED_NONE : copy ? HY_WRES_USED_COPY : HY_WRES_USED_MMAP;
     int rc = HY_OK;
     int n_conv = 0;
@@ -456,6 +475,7 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         } else {
             rc = convert(L, &src, tf, s[i].dst, tp, &owned, err);
             if (rc) break;
+            hy_st_drop_pages(m->st, t->data, data_bytes(t)); /* read once; back from the file if needed */
             n_conv++;
             add_info(&L->cls[s[i].cls], hy_tensor_numel(t), tied ? 0 : tensor_bytes(t),
                      (int64_t)hy_wfmt_bytes(tf, src.rows, src.cols), owned, tf);
@@ -480,6 +500,7 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
 void hy_linears_free(hy_linears *L) {
     if (!L) return;
     for (int i = 0; i < L->n_bufs; i++) own_free(&L->bufs[i]);
+    if (L->arena) hy_free_pages(L->arena, L->arena_cap);
     free(L->bufs);
     free(L->layers);
     memset(L, 0, sizeof *L);

@@ -89,7 +89,9 @@ typedef struct hy_linears {
     int64_t bytes_owned;   /* total of cls[].bytes_owned */
     int64_t bytes_copied;  /* matrices used as stored but copied out of the mmap (hy_wres) */
     hy_wres_used res;      /* where the as-stored matrices are read from */
-    struct hy_lin_buf *bufs; /* owned allocations */
+    unsigned char *arena;  /* the large converted / copied arrays, back to back (hy_alloc_pages) */
+    size_t arena_cap, arena_used;
+    struct hy_lin_buf *bufs; /* other owned allocations */
     int n_bufs, cap_bufs;
 } hy_linears;
 
