@@ -3,7 +3,8 @@
  * chosen at load time: "auto" keeps every tensor as stored (bf16 / f32 / f16, official
  * block-FP8 with its scale_inv), "bf16" / "fp8" / "q8" / "q4" convert at load into buffers this
  * object owns. Matrices kept as stored are copied out of the mmap or read in place (hy_wres).
- * The checkpoint mmap is never written.
+ * The checkpoint mmap is never written; the pages of what was copied or converted are let go
+ * from this process once read (hy_st_drop_pages), so they do not count twice in its memory.
  *
  * Selective by default (anchors §4 item 9: quantizing the GDN gate projections or the head
  * costs quality out of proportion to their size): only the big projections follow the request:
