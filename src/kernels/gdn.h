@@ -61,8 +61,8 @@ void hy_gdn_chunk_scan(const hy_gdn_dims *d, int T, int C, int h, int c, const f
                        float *prep, float *state, float *out, float *work);
 
 /* Causal depthwise conv1d + SiLU over T new tokens, channels [c0,c1), kernel K (spec §5.2).
- * x    : [T][C] pre-conv input;  w: [C][K] (weight [C,1,K] squeezed; w[c][K-1] multiplies the
- *        current token)
+ * x    : [T][C] pre-conv input;  w: [K][C] tap-major (weight [C,1,K] transposed, so the SIMD
+ *        kernels load a tap of VL channels as one vector; w[K-1][c] multiplies the current token)
  * state: [K-1][C] the previous K-1 pre-conv inputs, oldest first (zeros at sequence start);
  *        updated in place to the last K-1 inputs after these T tokens (correct also when T < K-1).
  * y    : [T][C] = silu(conv). */

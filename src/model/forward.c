@@ -166,6 +166,17 @@ static float *conv_small(float **p, const hy_tensor *t) {
     return dst;
 }
 
+/* conv1d weight [C,1,K] as the kernels take it: [K][C], one tap of all channels per row. */
+static float *conv_taps(float **p, const hy_tensor *t, int C, int K) {
+    float *dst = take(p, (size_t)C * K);
+    const size_t es = hy_dtype_size(t->dtype);
+    for (int c = 0; c < C; c++)
+        for (int j = 0; j < K; j++)
+            hy_ref_convert_f32(t->dtype, (const unsigned char *)t->data + ((size_t)c * K + j) * es, 1,
+                               dst + (size_t)j * C + c);
+    return dst;
+}
+
 int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_err *err) {
     *out = NULL;
     hy_fwd_dims d;
@@ -242,7 +253,7 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
             L->k_norm = conv_small(&p, &lw->k_norm);
         } else {
             L->slot = n_gdn++;
-            L->conv_w = conv_small(&p, &lw->conv1d);
+            L->conv_w = conv_taps(&p, &lw->conv1d, d.conv_dim, d.K);
             L->A_log = conv_small(&p, &lw->A_log);
             L->dt_bias = conv_small(&p, &lw->dt_bias);
             L->gdn_norm = conv_small(&p, &lw->norm);

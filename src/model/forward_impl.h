@@ -27,7 +27,7 @@ typedef struct hy_layer_f32 {
     float *post_norm;     /* [D] zero-centred */
     float *q_norm;        /* [Dh] zero-centred (attention) */
     float *k_norm;        /* [Dh] zero-centred (attention) */
-    float *conv_w;        /* [conv_dim][K] (GDN) */
+    float *conv_w;        /* [K][conv_dim], tap-major (GDN) */
     float *A_log;         /* [Hv] (GDN) */
     float *dt_bias;       /* [Hv] (GDN) */
     float *gdn_norm;      /* [dv] plain scale (GDN) */

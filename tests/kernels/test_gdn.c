@@ -360,7 +360,7 @@ static void naive_conv(int T, int C, int K, const float *x, const float *w, doub
             double acc = 0;
             for (int j = 0; j < K; j++) {
                 int p = t - (K - 1) + j;
-                if (p >= 0) acc += (double)w[c * K + j] * x[(size_t)p * C + c];
+                if (p >= 0) acc += (double)w[j * C + c] * x[(size_t)p * C + c];
             }
             y[(size_t)t * C + c] = acc / (1.0 + exp(-acc));
         }

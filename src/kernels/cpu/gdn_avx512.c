@@ -3,7 +3,8 @@
  * avx512 tier only by target pragmas, so the rest of the binary stays baseline x86-64; the
  * table must only be used after kernels/cpu/dispatch.c checked the CPU (hy_isa_supported).
  * 16 fp32 lanes, 32 registers: product tiles of 4 rows x 4 vectors, recurrent blocks of
- * 2 vectors (32 state columns) with 4 interleaved partial sums.
+ * 2 vectors (32 state columns) with 4 interleaved partial sums, or of whole rows (8 vectors,
+ * 128 columns) for one token.
  */
 #include "kernels/gdn.h"
 
@@ -22,6 +23,7 @@
 #define GEMM_NV 4
 #define REC_NB 2
 #define REC_IU 4
+#define REC1_NB 8
 #define FS_NV 8
 #define GDN_ISA_NAME "avx512"
 

@@ -221,12 +221,11 @@ void hy_gdn_conv_silu(int T, int C, int K, int c0, int c1, const float *x, const
     const int P = K - 1; /* rows of state */
     for (int t = 0; t < T; t++) {
         for (int c = c0; c < c1; c++) {
-            const float *wc = w + (size_t)c * K;
             float acc = 0.0f;
             for (int j = 0; j < K; j++) {
                 const int p = t - P + j; /* absolute index among the new tokens */
                 const float xv = p >= 0 ? x[(size_t)p * C + c] : state[(size_t)(P + p) * C + c];
-                acc += wc[j] * xv;
+                acc += w[(size_t)j * C + c] * xv;
             }
             y[(size_t)t * C + c] = gdn_silu(acc);
         }
