@@ -157,7 +157,9 @@ void hy_threadpool_run(hy_threadpool *tp, hy_job_fn fn, void *ctx) {
     while (atomic_load(&tp->n_done) != tp->n - 1) spin_wait_step(&spins);
 }
 
-void hy_threadpool_barrier(hy_threadpool *tp) {
+void hy_threadpool_barrier(hy_threadpool *tp) { hy_threadpool_barrier_prefetch(tp, NULL, 0); }
+
+void hy_threadpool_barrier_prefetch(hy_threadpool *tp, const hy_pf_range *r, int nr) {
     int n = tp->n;
     if (n == 1) return;
     int phase = atomic_load(&tp->bar_phase);
@@ -166,6 +168,24 @@ void hy_threadpool_barrier(hy_threadpool *tp) {
         atomic_fetch_add(&tp->bar_phase, 1);
         return;
     }
-    int spins = 0;
-    while (atomic_load(&tp->bar_phase) == phase) spin_wait_step(&spins);
+    int spins = 0, i = 0;
+    const char *p = NULL;
+    size_t left = 0; /* bytes of the current range not yet prefetched */
+    while (atomic_load(&tp->bar_phase) == phase) {
+        while (left == 0 && i < nr) {
+            p = r[i].p;
+            left = p ? r[i].n : 0;
+            i++;
+        }
+        if (left == 0) {
+            spin_wait_step(&spins);
+            continue;
+        }
+        for (int j = 0; j < 4 && left > 0; j++) {
+            __builtin_prefetch(p, 0, 2);
+            const size_t step = left < 64 ? left : 64;
+            p += step;
+            left -= step;
+        }
+    }
 }

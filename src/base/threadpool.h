@@ -19,6 +19,8 @@
 
 #include "base/error.h"
 
+#include <stddef.h>
+
 typedef struct hy_threadpool hy_threadpool;
 typedef void (*hy_job_fn)(void *ctx, int ith, int nth);
 
@@ -33,6 +35,16 @@ void hy_threadpool_run(hy_threadpool *tp, hy_job_fn fn, void *ctx);
 /* Inside a job: waits until all nth threads reached the barrier. Everything
  * written before the barrier is visible to every thread after it. */
 void hy_threadpool_barrier(hy_threadpool *tp);
+/* A byte range to prefetch. */
+typedef struct hy_pf_range {
+    const void *p;
+    size_t n;
+} hy_pf_range;
+/* The same barrier; while this thread waits for the others it prefetches the ranges r[0..nr)
+ * in order, a few cache lines per spin, until released: they are what it reads first after
+ * the barrier, so the time a decode step's threads spend waiting for each other streams
+ * weights. The last thread to arrive prefetches nothing. */
+void hy_threadpool_barrier_prefetch(hy_threadpool *tp, const hy_pf_range *r, int nr);
 
 /* The [*i0, *i1) share of n items for thread ith of nth (contiguous, balanced). */
 static inline void hy_split_range(int n, int ith, int nth, int *i0, int *i1) {

@@ -457,6 +457,48 @@ void hy_fwd_matmul_rows(const hy_ctx *c, const hy_mat *W, int T, const float *x,
                        c->mm_scratch + (size_t)ith * c->mm_scratch_bytes);
 }
 
+/* Bytes of the start of thread ith's static part of W that hy_fwd_barrier_next prefetches:
+ * a fraction of L2, so the two threads' parts of two matrices fit with room to spare. */
+#define HY_PF_NEXT_BYTES (128u << 10)
+
+static void part_head(const hy_mat *W, int ith, int nth, const void **p, size_t *n) {
+    *p = NULL;
+    *n = 0;
+    if (!W || !W->data || W->rows <= 0 || W->cols <= 0) return;
+    int o0, o1;
+    hy_fwd_rows(W, ith, nth, &o0, &o1);
+    if (o1 <= o0) return;
+    size_t off, len;
+    if (W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4) { /* o0 is a multiple of the block rows */
+        const size_t blk = (size_t)hy_q_groups(W->cols) * hy_q_record_bytes(W->fmt);
+        off = (size_t)(o0 / HY_Q_ROWS) * blk;
+        len = (size_t)(hy_q_blocks(o1) - o0 / HY_Q_ROWS) * blk;
+    } else {
+        const size_t row = (size_t)W->cols * (W->fmt == HY_WFMT_F32 ? 4 : W->fmt == HY_WFMT_FP8 ? 1 : 2);
+        off = (size_t)o0 * row;
+        len = (size_t)(o1 - o0) * row;
+    }
+    *p = (const char *)W->data + off;
+    *n = len < HY_PF_NEXT_BYTES ? len : HY_PF_NEXT_BYTES;
+}
+
+const hy_mat *hy_fwd_first_mat(const hy_ctx *c, int layer) {
+    if (layer < c->d.L)
+        return c->layers[layer].type == HY_LAYER_ATTN ? &c->lin.layers[layer].q_proj : &c->lin.layers[layer].in_proj_qkv;
+    return c->logits ? &c->lin.lm_head : NULL;
+}
+
+void hy_fwd_barrier_next(const hy_ctx *c, const hy_mat *W1, const hy_mat *W2, int ith, int nth) {
+    if (c->T > HY_MATMUL_GEMV_MAX_T || nth == 1) {
+        hy_threadpool_barrier(c->tp);
+        return;
+    }
+    hy_pf_range r[2];
+    part_head(W1, ith, nth, &r[0].p, &r[0].n);
+    part_head(W2, ith, nth, &r[1].p, &r[1].n);
+    hy_threadpool_barrier_prefetch(c->tp, r, 2);
+}
+
 void hy_fwd_split_reset(hy_ctx *c) { hy_rowsplit_reset(c->split); }
 
 /* Rows an owner takes at a time: short enough that a thief finds work to take over near the
@@ -509,7 +551,7 @@ static void step_job(void *arg, int ith, int nth) {
             hy_ref_rope_cos_sin((int64_t)c->pos0 + t, (int)half, c->inv_freq, c->rope_cos + t * half,
                                 c->rope_sin + t * half);
     }
-    hy_threadpool_barrier(c->tp);
+    hy_fwd_barrier_next(c, hy_fwd_first_mat(c, 0), NULL, ith, nth);
 
     for (int l = 0; l < d->L; l++) {
         const hy_layer_f32 *L = &c->layers[l];

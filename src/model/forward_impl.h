@@ -154,6 +154,14 @@ typedef struct hy_fwd_split {
     bool dynamic, done;
     int o0, o1; /* static range */
 } hy_fwd_split;
+/* Barrier before a phase that first reads the matrices W1 and W2 (either may be NULL), for
+ * up to HY_MATMUL_GEMV_MAX_T tokens: while this thread waits, the start of its static part of
+ * each (the rows the split hands it first) is prefetched (hy_threadpool_barrier_prefetch).
+ * Longer steps: a plain barrier. */
+void hy_fwd_barrier_next(const hy_ctx *c, const hy_mat *W1, const hy_mat *W2, int ith, int nth);
+/* The matrix layer `layer` reads first (its q_proj or in_proj_qkv); past the last layer the
+ * lm_head when the step computes logits, else NULL. */
+const hy_mat *hy_fwd_first_mat(const hy_ctx *c, int layer);
 /* Starts a step's calls from the first again; called before each step job is run
  * (single-threaded). */
 void hy_fwd_split_reset(hy_ctx *c);

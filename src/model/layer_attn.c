@@ -99,8 +99,8 @@ void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
                 for (int j = 0; j < Dh; j++) o[j] *= hy_sigmoidf(gate[j]);
             }
     }
-    hy_threadpool_barrier(c->tp);
+    hy_fwd_barrier_next(c, &lw->o_proj, NULL, ith, nth);
 
     hy_fwd_matmul(c, &lw->o_proj, T, c->a_out, o_w, c->x, D, true, ith, nth);
-    hy_threadpool_barrier(c->tp);
+    hy_fwd_barrier_next(c, &lw->gate_proj, &lw->up_proj, ith, nth);
 }

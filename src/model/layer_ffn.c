@@ -27,8 +27,8 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
         hy_fwd_matmul_rows(c, &lw->up_proj, T, xn, D, c->f_up, F, o0, o1, false, true, ith);
         for (int t = 0; t < T; t++) c->gdn->silu_mul(o1 - o0, c->f_gate + t * F + o0, c->f_up + t * F + o0);
     }
-    hy_threadpool_barrier(c->tp);
+    hy_fwd_barrier_next(c, &lw->down_proj, NULL, ith, nth);
 
     hy_fwd_matmul(c, &lw->down_proj, T, c->f_gate, F, c->x, D, true, ith, nth);
-    hy_threadpool_barrier(c->tp);
+    hy_fwd_barrier_next(c, hy_fwd_first_mat(c, layer + 1), NULL, ith, nth);
 }

@@ -59,7 +59,7 @@ static void gdn_gated_norm(hy_ctx *c, const hy_layer_f32 *L, int t, int h) {
  * costs four barriers, and with one token two of its phases run on one thread). Every kernel
  * is per channel / head / row, so the values are those of the phased form. The conv output
  * of one token is already [q | k | v], the layout the recurrent kernel reads. */
-static void gdn_core_1tok(hy_ctx *c, const hy_layer_f32 *L, int ith, int nth) {
+static void gdn_core_1tok(hy_ctx *c, int layer, const hy_layer_f32 *L, int ith, int nth) {
     const hy_fwd_dims *d = &c->d;
     const hy_gdn_ops *K = c->gdn;
     const hy_gdn_state *st = c->seq->gdn;
@@ -80,7 +80,7 @@ static void gdn_core_1tok(hy_ctx *c, const hy_layer_f32 *L, int ith, int nth) {
         K->recurrent(&c->gd, 1, h0, h1, q, k, v, c->g_g, c->g_beta, rec, c->g_o);
         for (int h = h0; h < h1; h++) gdn_gated_norm(c, L, 0, h);
     }
-    hy_threadpool_barrier(c->tp);
+    hy_fwd_barrier_next(c, &c->lin.layers[layer].out_proj, NULL, ith, nth);
 }
 
 /* Two or more tokens: the phases 2-5 of the header, each split over all threads. */
@@ -143,8 +143,8 @@ void hy_layer_gdn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
     const size_t D = (size_t)d->D, VD = (size_t)d->value_dim;
 
     hy_layer_gdn_project(c, layer, xn, ith, nth);
-    if (c->T == 1) gdn_core_1tok(c, L, ith, nth);
+    if (c->T == 1) gdn_core_1tok(c, layer, L, ith, nth);
     else gdn_core(c, L, ith, nth);
     hy_fwd_matmul(c, &lw->out_proj, c->T, c->g_o, VD, c->x, D, true, ith, nth);
-    hy_threadpool_barrier(c->tp);
+    hy_fwd_barrier_next(c, &lw->gate_proj, &lw->up_proj, ith, nth);
 }

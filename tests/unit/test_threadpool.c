@@ -1,4 +1,5 @@
-/* base/threadpool: every thread runs each job once, barriers order phases, sizes 1..4. */
+/* base/threadpool: every thread runs each job once, barriers (plain and prefetching) order
+ * phases, sizes 1..4. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -34,6 +35,22 @@ static void barrier_job(void *ctx, int ith, int nth) {
     }
 }
 
+/* The same with the prefetching barrier: ranges of every shape (none, NULL, empty, odd
+ * lengths, a long one) must not change what the barrier orders. */
+static unsigned char pf_buf[1 << 20];
+static void barrier_pf_job(void *ctx, int ith, int nth) {
+    job *j = ctx;
+    for (int r = 1; r <= j->rounds; r++) {
+        const hy_pf_range rs[4] = {{NULL, 100}, {pf_buf + 3, 0}, {pf_buf + 1, (size_t)(r * 37 % 200)},
+                                   {pf_buf + 7, sizeof pf_buf - 7}};
+        j->data[ith] = r * 100 + ith;
+        hy_threadpool_barrier_prefetch(j->tp, rs, r % 5);
+        for (int i = 0; i < nth; i++)
+            if (j->data[i] != r * 100 + i) j->bad = 1;
+        hy_threadpool_barrier_prefetch(j->tp, NULL, 0);
+    }
+}
+
 static void test_run_and_barrier(void **st) {
     (void)st;
     for (int n = 1; n <= 4; n++) {
@@ -48,6 +65,8 @@ static void test_run_and_barrier(void **st) {
         for (int i = n; i < 8; i++) assert_int_equal(j.calls[i], 0);
         j.rounds = 200;
         for (int k = 0; k < 5; k++) hy_threadpool_run(tp, barrier_job, &j);
+        assert_int_equal(j.bad, 0);
+        for (int k = 0; k < 5; k++) hy_threadpool_run(tp, barrier_pf_job, &j);
         assert_int_equal(j.bad, 0);
         hy_threadpool_free(tp);
     }
