@@ -82,15 +82,28 @@ static inline vf vf_load_fp8m(const uint8_t *p, int n) {
     memcpy(t, p, (size_t)n);
     return vf_load_fp8(t);
 }
-/* e4m3 -> fp32 of value·2^-120 (see matmul_avx512.c) */
-static inline vf vf_load_fp8x(const uint8_t *p) {
-    const __m256i d = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)p));
-    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(d, 20), _mm256_set1_epi32((int)0x87f00000u)));
+/* 4·VL e4m3 bytes -> fp32 of value·2^-120 in the quad order (see matmul_avx512.c) */
+static inline void vf_fp8x_quad(__m256i d, vf w[4]) {
+    const __m256i m = _mm256_set1_epi32((int)0x87f00000u);
+    const __m256i t = _mm256_srai_epi16(d, 4), u = _mm256_srai_epi16(_mm256_slli_epi16(d, 8), 4);
+    w[0] = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(u, 16), m));
+    w[1] = _mm256_castsi256_ps(_mm256_and_si256(_mm256_slli_epi32(t, 16), m));
+    w[2] = _mm256_castsi256_ps(_mm256_and_si256(u, m));
+    w[3] = _mm256_castsi256_ps(_mm256_and_si256(t, m));
 }
-static inline vf vf_load_fp8xm(const uint8_t *p, int n) {
-    uint8_t t[8] = {0};
+static inline __m256i vi_load_u8m(const uint8_t *p, int n) {
+    uint8_t t[32] = {0};
     memcpy(t, p, (size_t)n);
-    return vf_load_fp8x(t);
+    return _mm256_loadu_si256((const __m256i *)t);
+}
+/* v[0..3] into the quad order in place: v[j] lane l = element 4l+j (the avx2 tier is the
+ * fallback, so plain stores and loads) */
+static inline void vf_quad4(vf v[4]) {
+    float a[32], b[32];
+    for (int j = 0; j < 4; j++) _mm256_storeu_ps(a + 8 * j, v[j]);
+    for (int l = 0; l < 8; l++)
+        for (int j = 0; j < 4; j++) b[8 * j + l] = a[4 * l + j];
+    for (int j = 0; j < 4; j++) v[j] = _mm256_loadu_ps(b + 8 * j);
 }
 /* round to the nearest bf16 value (ties to even), kept as fp32 */
 static inline vf vf_round_bf16(vf v) {

@@ -98,16 +98,33 @@ static inline vf vf_from_fp8(__m128i b) {
 }
 static inline vf vf_load_fp8(const uint8_t *p) { return vf_from_fp8(_mm_loadu_si128((const __m128i *)p)); }
 static inline vf vf_load_fp8m(const uint8_t *p, int n) { return vf_from_fp8(_mm_maskz_loadu_epi8(vm_first(n), p)); }
-/* e4m3 byte -> fp32 of the value times 2^-120 without the fp16 detour (GEMV decode): sign-extend
- * to 32 bits and shift the exponent+mantissa into bits 26..20 (fp32 exponent field 0000eeee,
- * subnormal codes become fp32 subnormals, exact); read against x·scale·2^120, which
- * matmul_simd.inc checks is finite. NaN codes read as ±480·2^-120. */
-static inline vf vf_from_fp8x(__m512i d) {
-    return _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(d, 20), _mm512_set1_epi32((int)0x87f00000u)));
+/* 4·VL e4m3 bytes (one integer vector) -> fp32 of the values times 2^-120 in the quad order of
+ * matmul_simd.inc: w[j] lane l is byte 4l+j. Each byte is moved to the top of a 16-bit half
+ * and shifted right arithmetically by 4, which puts its exponent+mantissa at bits 26..20 of the
+ * lane with the sign above (fp32 exponent field 0000eeee: subnormal codes become fp32
+ * subnormals, exact; NaN codes read as ±480·2^-120); the AND keeps sign and those bits. Five
+ * shifts and four ANDs per 64 codes, no shuffle: 29-30 GB/s from L2 on one Zen 4 core against
+ * 26 for sign-extending 16 codes at a time (vpmovsxbd + shift + AND). */
+static inline void vf_fp8x_quad(vi d, vf w[4]) {
+    const vi m = _mm512_set1_epi32((int)0x87f00000u);
+    const vi t = _mm512_srai_epi16(d, 4), u = _mm512_srai_epi16(_mm512_slli_epi16(d, 8), 4);
+    w[0] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(u, 16), m));
+    w[1] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(t, 16), m));
+    w[2] = _mm512_castsi512_ps(_mm512_and_si512(u, m));
+    w[3] = _mm512_castsi512_ps(_mm512_and_si512(t, m));
 }
-static inline vf vf_load_fp8x(const uint8_t *p) { return vf_from_fp8x(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)p))); }
-static inline vf vf_load_fp8xm(const uint8_t *p, int n) {
-    return vf_from_fp8x(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(vm_first(n), p)));
+/* the first n < 4·VL bytes, zeros after */
+static inline vi vi_load_u8m(const uint8_t *p, int n) { return _mm512_maskz_loadu_epi8(((__mmask64)1 << n) - 1, p); }
+/* v[0..3] (4·VL consecutive floats) into the quad order in place: v[j] lane l = element 4l+j */
+static inline void vf_quad4(vf v[4]) {
+    const __m512i i0 = _mm512_set_epi32(0, 0, 0, 0, 0, 0, 0, 0, 28, 24, 20, 16, 12, 8, 4, 0);
+    vf o[4];
+    for (int j = 0; j < 4; j++) {
+        const __m512i ij = _mm512_add_epi32(i0, _mm512_set1_epi32(j));
+        const vf lo = _mm512_permutex2var_ps(v[0], ij, v[1]), hi = _mm512_permutex2var_ps(v[2], ij, v[3]);
+        o[j] = _mm512_insertf32x8(lo, _mm512_castps512_ps256(hi), 1);
+    }
+    for (int j = 0; j < 4; j++) v[j] = o[j];
 }
 static inline vf vf_round_bf16(vf v) { return vf_from_bf16((__m256i)_mm512_cvtneps_pbh(v)); }
 
