@@ -138,6 +138,9 @@ static inline int hy_q_groups(int cols) { return (cols + HY_Q_GROUP - 1) / HY_Q_
 static inline size_t hy_q_record_bytes(hy_wfmt f) { return f == HY_WFMT_Q4 ? 256 : 512; }
 /* Bytes W occupies (weights + every scale array); for views into a checkpoint, what is read. */
 size_t hy_mat_bytes(const hy_mat *W);
+/* Bytes of W->data before row r, for r a multiple of hy_matmul_row_align(W->fmt) or r = W->rows:
+ * where the rows [r, ...) a split hands out start in memory (scale arrays not counted). */
+size_t hy_mat_data_offset(const hy_mat *W, int r);
 /* Bytes a rows x cols matrix takes in format f (FP8 with 128x128 blocks). */
 size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols);
 

@@ -468,16 +468,7 @@ static void part_head(const hy_mat *W, int ith, int nth, const void **p, size_t 
     int o0, o1;
     hy_fwd_rows(W, ith, nth, &o0, &o1);
     if (o1 <= o0) return;
-    size_t off, len;
-    if (W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4) { /* o0 is a multiple of the block rows */
-        const size_t blk = (size_t)hy_q_groups(W->cols) * hy_q_record_bytes(W->fmt);
-        off = (size_t)(o0 / HY_Q_ROWS) * blk;
-        len = (size_t)(hy_q_blocks(o1) - o0 / HY_Q_ROWS) * blk;
-    } else {
-        const size_t row = (size_t)W->cols * (W->fmt == HY_WFMT_F32 ? 4 : W->fmt == HY_WFMT_FP8 ? 1 : 2);
-        off = (size_t)o0 * row;
-        len = (size_t)(o1 - o0) * row;
-    }
+    const size_t off = hy_mat_data_offset(W, o0), len = hy_mat_data_offset(W, o1) - off;
     *p = (const char *)W->data + off;
     *n = len < HY_PF_NEXT_BYTES ? len : HY_PF_NEXT_BYTES;
 }

@@ -114,6 +114,16 @@ static void roundtrip(hy_wfmt f, const float *w, int rows, int cols, float *deq)
     m.data = data;
     m.scale = scale;
     m.gscale = gs;
+    /* where the rows of a split start: block b's records right after block b-1's (Q), row r at
+     * r·cols bytes (FP8); the end is the size of the data array */
+    if (f == HY_WFMT_FP8) {
+        assert_int_equal(hy_mat_data_offset(&m, rows), (size_t)rows * cols);
+        assert_int_equal(hy_mat_data_offset(&m, 8), (size_t)8 * cols);
+    } else {
+        const size_t blk = (size_t)hy_q_groups(cols) * hy_q_record_bytes(f);
+        assert_int_equal(hy_mat_data_offset(&m, rows), (size_t)hy_q_blocks(rows) * blk);
+        assert_int_equal(hy_mat_data_offset(&m, HY_Q_ROWS), blk);
+    }
     for (int r = 0; r < rows; r++) hy_mat_row_f32(&m, r, deq + (size_t)r * cols);
     free(data);
     free(scale);

@@ -88,6 +88,15 @@ size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols) {
     }
 }
 
+size_t hy_mat_data_offset(const hy_mat *W, int r) {
+    switch (W->fmt) {
+    case HY_WFMT_Q8:
+    case HY_WFMT_Q4: return (size_t)hy_q_blocks(r) * (size_t)hy_q_groups(W->cols) * hy_q_record_bytes(W->fmt);
+    case HY_WFMT_FP8: return (size_t)r * (size_t)W->cols;
+    default: return hy_wfmt_bytes(W->fmt, r, W->cols); /* F32 / BF16 / F16: row-major, nothing else */
+    }
+}
+
 size_t hy_mat_bytes(const hy_mat *W) {
     if (W->fmt == HY_WFMT_FP8) {
         size_t nbr = (size_t)((W->rows + W->bs0 - 1) / W->bs0), nbc = (size_t)((W->cols + W->bs1 - 1) / W->bs1);
