@@ -215,7 +215,7 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     }
     c->embed = m->w.embed_tokens;
     if (m->w.lm_head_tied && c->lin.res == HY_WRES_USED_COPY && c->lin.lm_head.data != m->w.lm_head.data &&
-        c->lin.lm_head.fmt == hy_mat_from_tensor(&m->w.lm_head).fmt)
+        c->lin.lm_head.fmt == hy_mat_from_tensor(&m->w.lm_head).fmt && !c->lin.lm_head.panel)
         c->embed.data = c->lin.lm_head.data; /* the same bytes, copied */
     c->d = d;
     c->gd = (hy_gdn_dims){d.Hk, d.Hv, d.dk, d.dv};
@@ -508,6 +508,9 @@ void hy_fwd_split_begin(const hy_ctx *c, const hy_mat *W, int T, int ith, int nt
     const double want = HY_SPLIT_PIECE_BYTES / row_bytes;
     int piece = ((int)(want < W->rows ? want : W->rows) + a - 1) / a * a;
     if (piece < a) piece = a;
+    /* BF16 panels are read HY_PANEL_ROWS rows of a panel at a time: fewer would cut the
+     * sequential stream into short runs */
+    if (W->panel && piece < HY_PANEL_ROWS) piece = (HY_PANEL_ROWS + a - 1) / a * a;
     sp->dynamic = true;
     hy_rowsplit_begin(c->split, W->rows, a, piece, ith, &sp->call);
 }

@@ -394,6 +394,20 @@ typedef struct copy_job {
     size_t bytes;
 } copy_job;
 
+/* Rows [r0, r1) of a bf16 matrix (rows x cols) into the column panels of dst (matmul.h). */
+typedef struct panel_job {
+    const uint16_t *src;
+    uint16_t *dst;
+    int rows, cols, r0, r1;
+} panel_job;
+
+static void panel_run(void *arg, int ith, int nth) {
+    const panel_job *j = arg;
+    int a, b;
+    hy_split_range(j->r1 - j->r0, ith, nth, &a, &b);
+    if (b > a) hy_mat_panelize_rows(j->dst, j->src, j->rows, j->cols, j->r0 + a, j->r0 + b);
+}
+
 static void copy_run(void *arg, int ith, int nth) {
     const copy_job *j = arg;
     const size_t line = 64, n = (j->bytes + line - 1) / line;
@@ -415,6 +429,21 @@ static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat 
                           t->name ? t->name : "?", bytes);
     /* in slices, each let go once copied: the peak holds one slice twice, not the matrix */
     const size_t slice = (size_t)32 << 20;
+    if (dst->fmt == HY_WFMT_BF16 && hy_panel_wanted(dst->rows, dst->cols)) {
+        /* BF16 with long rows: column panels (matmul.h), the same slices by rows */
+        const size_t row_bytes = (size_t)dst->cols * 2;
+        const int step = slice / row_bytes > 0 ? (int)(slice / row_bytes) : 1;
+        for (int r = 0; r < dst->rows; r += step) {
+            panel_job j = {.src = t->data, .dst = (uint16_t *)p, .rows = dst->rows, .cols = dst->cols, .r0 = r,
+                           .r1 = dst->rows - r < step ? dst->rows : r + step};
+            run_job(tp, panel_run, &j);
+            hy_st_drop_pages(m->st, t->data, (size_t)j.r1 * row_bytes);
+        }
+        dst->data = p;
+        dst->panel = true;
+        L->bytes_copied += (int64_t)bytes;
+        return HY_OK;
+    }
     for (size_t o = 0; o < bytes; o += slice) {
         copy_job j = {.src = (const unsigned char *)t->data + o, .dst = p + o, .bytes = bytes - o < slice ? bytes - o : slice};
         run_job(tp, copy_run, &j);

@@ -46,6 +46,8 @@ size_t hy_matmul_scratch_bytes(int max_cols) {
     /* FP8 GEMV: x times the scales, padded to the SIMD tiers' blocks of up to 64 columns */
     const size_t f8x = (size_t)HY_MATMUL_GEMV_MAX_T * ALIGN_UP((size_t)(max_cols > 0 ? max_cols : 1), 64) * sizeof(float);
     if (n < f8x) n = f8x;
+    /* BF16 GEMV: x in the pair order (at most the FP8 size), then the panel accumulators */
+    if (n < f8x + HY_PANEL_PARK_BYTES) n = f8x + HY_PANEL_PARK_BYTES;
     return ALIGN_UP(n, 64) + HY_MATMUL_SCRATCH_HDR;
 }
 
@@ -93,8 +95,19 @@ size_t hy_mat_data_offset(const hy_mat *W, int r) {
     case HY_WFMT_Q8:
     case HY_WFMT_Q4: return (size_t)hy_q_blocks(r) * (size_t)hy_q_groups(W->cols) * hy_q_record_bytes(W->fmt);
     case HY_WFMT_FP8: return (size_t)r * (size_t)W->cols;
-    default: return hy_wfmt_bytes(W->fmt, r, W->cols); /* F32 / BF16 / F16: row-major, nothing else */
+    /* BF16 panels: where the rows start in the first panel, the part read first */
+    case HY_WFMT_BF16: return W->panel ? (size_t)r * hy_mat_ld(W, 0) * 2 : (size_t)r * (size_t)W->cols * 2;
+    default: return hy_wfmt_bytes(W->fmt, r, W->cols); /* F32 / F16: row-major, nothing else */
     }
+}
+
+void hy_mat_panelize_rows(uint16_t *dst, const uint16_t *src, int rows, int cols, int r0, int r1) {
+    const hy_mat W = {.fmt = HY_WFMT_BF16, .rows = rows, .cols = cols, .data = dst, .panel = true};
+    for (int r = r0; r < r1; r++)
+        for (int k0 = 0, k1; k0 < cols; k0 = k1) {
+            k1 = hy_mat_run_end(&W, k0);
+            memcpy((void *)hy_mat_elem(&W, r, k0, 2), src + (size_t)r * (size_t)cols + k0, (size_t)(k1 - k0) * 2);
+        }
 }
 
 size_t hy_mat_bytes(const hy_mat *W) {
@@ -132,11 +145,13 @@ void hy_mat_row_f32(const hy_mat *W, int r, float *dst) {
     const int n = W->cols;
     switch (W->fmt) {
     case HY_WFMT_F32: memcpy(dst, (const float *)W->data + (size_t)r * n, (size_t)n * sizeof(float)); break;
-    case HY_WFMT_BF16: {
-        const uint16_t *p = (const uint16_t *)W->data + (size_t)r * n;
-        for (int k = 0; k < n; k++) dst[k] = hy_bf16_to_f32(p[k]);
+    case HY_WFMT_BF16:
+        for (int k0 = 0, k1; k0 < n; k0 = k1) {
+            const uint16_t *p = hy_mat_elem(W, r, k0, 2);
+            k1 = hy_mat_run_end(W, k0);
+            for (int k = k0; k < k1; k++) dst[k] = hy_bf16_to_f32(p[k - k0]);
+        }
         break;
-    }
     case HY_WFMT_F16: {
         const uint16_t *p = (const uint16_t *)W->data + (size_t)r * n;
         for (int k = 0; k < n; k++) dst[k] = hy_f16_to_f32(p[k]);
