@@ -1,5 +1,5 @@
 /*
- * Block sizes of the bf16-activation GEMM (matmul_gemm.inc) and of the BF16 panel GEMV, shared with
+ * Block sizes of the bf16-activation GEMM (matmul_gemm.inc), shared with
  * hy_matmul_scratch_bytes (matmul_ref.c), which sizes every thread's scratch for them.
  * Internal to kernels/cpu.
  */
@@ -11,10 +11,6 @@
 #define MG_MC 128 /* rows of one packed weight panel (multiple of 32) */
 #define MG_KC 256 /* columns of one block (multiple of 32) */
 #define MG_NB 512 /* tokens whose bf16 activations are kept at once */
-
-/* Accumulators the GEMV parks between the column panels of a BF16 matrix (matmul_simd.inc
- * gemv_bf16_panels), after the activations in the scratch. */
-#define HY_PANEL_PARK_BYTES ((size_t)256 << 10)
 
 /* Scratch bytes of the bf16 GEMM for K columns: parked accumulators [MG_NB][MG_MC] fp32,
  * the packed weight panel [MG_MC][MG_KC] bf16, and the tokens as bf16 [ceil(K/KC)][MG_NB][MG_KC]. */

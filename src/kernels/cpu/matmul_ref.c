@@ -46,8 +46,6 @@ size_t hy_matmul_scratch_bytes(int max_cols) {
     /* FP8 GEMV: x times the scales, padded to the SIMD tiers' blocks of up to 64 columns */
     const size_t f8x = (size_t)HY_MATMUL_GEMV_MAX_T * ALIGN_UP((size_t)(max_cols > 0 ? max_cols : 1), 64) * sizeof(float);
     if (n < f8x) n = f8x;
-    /* BF16 GEMV: x in the pair order (at most the FP8 size), then the panel accumulators */
-    if (n < f8x + HY_PANEL_PARK_BYTES) n = f8x + HY_PANEL_PARK_BYTES;
     return ALIGN_UP(n, 64) + HY_MATMUL_SCRATCH_HDR;
 }
 
