@@ -179,7 +179,7 @@ static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
     b.m.gscale = b.gscale;
     /* the column panels the engine stores such matrices in (model/linears.c); the values are
      * random, so they need no reordering */
-    b.m.panel = f == HY_WFMT_BF16 && hy_panel_wanted(rows, cols);
+    b.m.panel = f == HY_WFMT_BF16 && hy_panel_wanted(cols);
     b.bytes = hy_mat_bytes(&b.m);
     return b;
 }

@@ -5,8 +5,9 @@
  *
  * Formats (hy_wfmt):
  *   F32 / BF16 / F16  [rows][cols] row-major, read in place from the checkpoint mmap.
- *                     BF16 matrices of more than HY_PANEL_COLS columns copied into memory at load
- *                     are stored in column panels instead (hy_mat.panel, below).
+ *                     BF16 checkpoint matrices of more than HY_PANEL_COLS columns that the loader
+ *                     copies into memory (model/linears.c) are stored in column panels instead
+ *                     (hy_mat.panel, below).
  *   FP8               e4m3fn [rows][cols] row-major + fp32 block scales ("weight_scale_inv",
  *                     blocks of bs0 x bs1, normally 128 x 128) as in the official *-FP8
  *                     checkpoints; either read in place or produced at load.
@@ -84,10 +85,11 @@ const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" */
  * Why: a one-token GEMV walking a row reads all of x (fp32, 4 bytes per column) for every row;
  * from about 3000 columns on, x no longer stays in L1, and its refetches from L2 halve what the
  * hardware prefetchers stream of the weights. Panel by panel, x stays in L1 (8 KiB) and the
- * weights are still one sequential stream (rows of a panel back to back): one Zen 4 core
- * streaming 27B-shaped down_proj (5120x17408) from DRAM read ~31 against ~25 GB/s row-major,
- * gate/up (17408x5120) ~31.5 against ~29 (bench_matmul --decode --threads 1, alternated).
- * Kernels compute the same sums in the same order in either layout.
+ * weights are still one sequential stream (rows of a panel back to back). One Zen 4 core
+ * streaming from DRAM (bench_matmul --decode --threads 1, builds alternated, 3 rounds): 27B
+ * down_proj (5120x17408) 29.5-31.4 against 23.4-25.3 GB/s row-major, 0.8B down_proj (1024x3584)
+ * 29.7-31.7 against 24.3-28.1. Kernels compute the same sums in the same order in either
+ * layout.
  */
 #define HY_PANEL_COLS 2048
 /* Rows of a panel the one-token GEMV reads before moving to the next panel (fewer when the call
@@ -159,7 +161,8 @@ static inline size_t hy_q_record_bytes(hy_wfmt f) { return f == HY_WFMT_Q4 ? 256
 /* Bytes W occupies (weights + every scale array); for views into a checkpoint, what is read. */
 size_t hy_mat_bytes(const hy_mat *W);
 /* Bytes of W->data before row r, for r a multiple of hy_matmul_row_align(W->fmt) or r = W->rows:
- * where the rows [r, ...) a split hands out start in memory (scale arrays not counted). */
+ * where the rows [r, ...) a split hands out start in memory (scale arrays not counted; BF16
+ * panels: in the first panel, the part a one-token GEMV reads first). */
 size_t hy_mat_data_offset(const hy_mat *W, int r);
 /* Columns [k, hy_mat_run_end(W, k)) of a row lie contiguously in memory (the end of k's panel,
  * or of the row); hy_mat_elem points at element (r, k) of a F32 / BF16 / F16 / FP8 matrix (es
@@ -177,8 +180,8 @@ static inline const void *hy_mat_elem(const hy_mat *W, int r, int k, size_t es) 
     const int k0 = k / HY_PANEL_COLS * HY_PANEL_COLS;
     return (const char *)W->data + ((size_t)W->rows * (size_t)k0 + (size_t)r * hy_mat_ld(W, k) + (size_t)(k - k0)) * es;
 }
-/* Whether hy_mat_panelize would store a BF16 rows x cols matrix in panels. */
-static inline bool hy_panel_wanted(int rows, int cols) { return cols > HY_PANEL_COLS && rows >= 1; }
+/* Whether the loader stores a BF16 matrix of this many columns in column panels. */
+static inline bool hy_panel_wanted(int cols) { return cols > HY_PANEL_COLS; }
 /* Rows [r0, r1) of the row-major bf16 src ([rows][cols]) into their places in dst, the panel
  * layout of a rows x cols matrix (callers may fill dst by row ranges, e.g. one per thread). */
 void hy_mat_panelize_rows(uint16_t *dst, const uint16_t *src, int rows, int cols, int r0, int r1);

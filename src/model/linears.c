@@ -429,8 +429,8 @@ static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat 
                           t->name ? t->name : "?", bytes);
     /* in slices, each let go once copied: the peak holds one slice twice, not the matrix */
     const size_t slice = (size_t)32 << 20;
-    if (dst->fmt == HY_WFMT_BF16 && hy_panel_wanted(dst->rows, dst->cols)) {
-        /* BF16 with long rows: column panels (matmul.h), the same slices by rows */
+    if (dst->fmt == HY_WFMT_BF16 && hy_panel_wanted(dst->cols)) {
+        /* BF16 with long rows: column panels (kernels/matmul.h), slices of whole rows */
         const size_t row_bytes = (size_t)dst->cols * 2;
         const int step = slice / row_bytes > 0 ? (int)(slice / row_bytes) : 1;
         for (int r = 0; r < dst->rows; r += step) {
@@ -439,15 +439,14 @@ static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat 
             run_job(tp, panel_run, &j);
             hy_st_drop_pages(m->st, t->data, (size_t)j.r1 * row_bytes);
         }
-        dst->data = p;
         dst->panel = true;
-        L->bytes_copied += (int64_t)bytes;
-        return HY_OK;
-    }
-    for (size_t o = 0; o < bytes; o += slice) {
-        copy_job j = {.src = (const unsigned char *)t->data + o, .dst = p + o, .bytes = bytes - o < slice ? bytes - o : slice};
-        run_job(tp, copy_run, &j);
-        hy_st_drop_pages(m->st, t->data, o + j.bytes);
+    } else {
+        for (size_t o = 0; o < bytes; o += slice) {
+            copy_job j = {.src = (const unsigned char *)t->data + o, .dst = p + o,
+                          .bytes = bytes - o < slice ? bytes - o : slice};
+            run_job(tp, copy_run, &j);
+            hy_st_drop_pages(m->st, t->data, o + j.bytes);
+        }
     }
     dst->data = p;
     L->bytes_copied += (int64_t)bytes;
