@@ -35,13 +35,14 @@ static int32_t *make_ids(int n, int vocab, uint64_t seed) {
     return ids;
 }
 
-/* Runs the engine over ids in calls of the given sizes (sum = n), logits of every position. */
-static float *engine_run(const hy_model *m, const int32_t *ids, int n, const int *splits, int n_splits, int threads,
-                         int max_chunk) {
+/* Runs the engine over ids in calls of the given sizes (sum = n), logits of every position;
+ * res: whether matrices used as stored are copied or read in place. */
+static float *engine_run_res(const hy_model *m, const int32_t *ids, int n, const int *splits, int n_splits,
+                             int threads, int max_chunk, hy_wres res) {
     hy_ctx *ctx = NULL;
     hy_seq *seq = NULL;
     hy_err err;
-    hy_ctx_opts o = {.n_threads = threads, .max_chunk = max_chunk, .isa = g_isa};
+    hy_ctx_opts o = {.n_threads = threads, .max_chunk = max_chunk, .isa = g_isa, .weights_res = res};
     assert_int_equal(hy_ctx_create(&ctx, m, &o, &err), 0);
     assert_int_equal(hy_seq_create(&seq, m, n + 4, &err), 0);
     int V = m->hp.vocab_size;
@@ -58,6 +59,11 @@ static float *engine_run(const hy_model *m, const int32_t *ids, int n, const int
     hy_seq_free(seq);
     hy_ctx_free(ctx);
     return lg;
+}
+
+static float *engine_run(const hy_model *m, const int32_t *ids, int n, const int *splits, int n_splits, int threads,
+                         int max_chunk) {
+    return engine_run_res(m, ids, n, splits, n_splits, threads, max_chunk, HY_WRES_AUTO);
 }
 
 static void check_vs_ref(const synth_cfg *cfg, int n, int threads, int max_chunk, double tol, const char *label) {
@@ -80,56 +86,41 @@ static void test_exact_f32(void **st) {
     check_vs_ref(&c, 150, 1, 0, TOL_F32, "f32 untied vs double ref");
 }
 
-static void test_exact_bf16_tied(void **st) {
-    (void)st;
+/* The default model in bf16 throughout, lm_head tied to the embedding. */
+static synth_cfg bf16_tied_cfg(uint64_t seed) {
     synth_cfg c = synth_default_cfg();
     c.big_dtype = HY_DTYPE_BF16;
     c.small_dtype = HY_DTYPE_BF16;
     c.tied = 1;
-    c.seed = 77;
+    c.seed = seed;
+    return c;
+}
+
+static void test_exact_bf16_tied(void **st) {
+    (void)st;
+    synth_cfg c = bf16_tied_cfg(77);
     /* max_chunk 64 forces several internal steps */
     check_vs_ref(&c, 140, 2, 64, TOL_F32, "bf16 tied, 64-token steps");
 }
 
-/* Logits of every position of ids, prefilled in 64-token steps then decoded one token at a
- * time, with the matrices used as stored copied (res COPY) or read in place (MMAP). */
-static float *engine_run_res(const hy_model *m, const int32_t *ids, int n, int n_prefill, hy_wres res) {
-    hy_ctx *ctx = NULL;
-    hy_seq *seq = NULL;
-    hy_err err;
-    hy_ctx_opts o = {.n_threads = 2, .max_chunk = 64, .isa = g_isa, .weights_res = res};
-    assert_int_equal(hy_ctx_create(&ctx, m, &o, &err), 0);
-    assert_int_equal(hy_seq_create(&seq, m, n + 4, &err), 0);
-    const int V = m->hp.vocab_size;
-    float *lg = malloc(sizeof(float) * (size_t)n * V);
-    assert_int_equal(hy_forward(ctx, seq, ids, n_prefill, lg, true, &err), 0);
-    for (int i = n_prefill; i < n; i++) assert_int_equal(hy_forward(ctx, seq, ids + i, 1, lg + (size_t)i * V, true, &err), 0);
-    hy_seq_free(seq);
-    hy_ctx_free(ctx);
-    return lg;
-}
-
 /* BF16 matrices with rows longer than HY_PANEL_COLS are stored in column panels when copied
  * (kernels/matmul.h): here all those of D = 2080 or F = 2100 columns, the tied lm_head included
- * (whose embedding lookup must then not read the panels). Exact against the reference, and bit-identical to the same model
- * read row-major from the "mmap", prefill and decode. */
+ * (whose embedding lookup must then not read the panels). Exact against the reference, and
+ * bit-identical to the same model read row-major in place, prefill (64-token steps) and decode. */
 static void test_exact_bf16_panels(void **st) {
     (void)st;
-    synth_cfg c = synth_default_cfg();
-    c.big_dtype = HY_DTYPE_BF16;
-    c.small_dtype = HY_DTYPE_BF16;
-    c.tied = 1;
+    synth_cfg c = bf16_tied_cfg(79);
     c.D = 2080;
     c.F = 2100;
-    c.seed = 79;
     /* sums of 2080-2100 products instead of 32-48: measured 6.7e-4 from the double reference
      * (the row-major layout gives the same logits, below) */
     check_vs_ref(&c, 40, 2, 16, 1.5e-3, "bf16 panels (D 2080, F 2100)");
     synth_model *s = synth_create(&c);
-    const int n = 24;
+    enum { n = 24, ns = 8 }; /* a prefill of 17 tokens, then 7 one at a time */
     int32_t *ids = make_ids(n, c.vocab, 5);
-    float *a = engine_run_res(&s->m, ids, n, 17, HY_WRES_COPY);
-    float *b = engine_run_res(&s->m, ids, n, 17, HY_WRES_MMAP);
+    int splits[ns] = {17, 1, 1, 1, 1, 1, 1, 1};
+    float *a = engine_run_res(&s->m, ids, n, splits, ns, 2, 64, HY_WRES_COPY);
+    float *b = engine_run_res(&s->m, ids, n, splits, ns, 2, 64, HY_WRES_MMAP);
     assert_memory_equal(a, b, sizeof(float) * (size_t)n * c.vocab);
     printf("bf16 panels: copied (panels) == in place (row-major), bit for bit, %d positions\n", n);
     free(a);
