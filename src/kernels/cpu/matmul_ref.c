@@ -94,7 +94,7 @@ size_t hy_mat_data_offset(const hy_mat *W, int r) {
     case HY_WFMT_Q4: return (size_t)hy_q_blocks(r) * (size_t)hy_q_groups(W->cols) * hy_q_record_bytes(W->fmt);
     case HY_WFMT_FP8: return (size_t)r * (size_t)W->cols;
     /* BF16 panels: where the rows start in the first panel, the part read first */
-    case HY_WFMT_BF16: return W->panel ? (size_t)r * hy_mat_ld(W, 0) * 2 : (size_t)r * (size_t)W->cols * 2;
+    case HY_WFMT_BF16: return (size_t)r * hy_mat_ld(W, 0) * 2;
     default: return hy_wfmt_bytes(W->fmt, r, W->cols); /* F32 / F16: row-major, nothing else */
     }
 }
