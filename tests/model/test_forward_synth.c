@@ -224,11 +224,11 @@ static void test_invariance_and_threads(void **st) {
     }
     int *tok = malloc(sizeof(int) * n);
     for (int i = 0; i < n; i++) tok[i] = 1;
-    float *lg = engine_run(&s->m, ids, n, tok, n, 1, 0);
-    double e = hy_test_max_abs_diff(base, lg, nv);
+    float *lg_tok = engine_run(&s->m, ids, n, tok, n, 1, 0);
+    double e = hy_test_max_abs_diff(base, lg_tok, nv);
     printf("token by token vs one call max|d| = %.3g\n", e);
     assert_true(e <= TOL_SPLIT);
-    free(lg);
+    float *lg;
     /* max_chunk 64 (several internal steps) vs 512 */
     lg = engine_run(&s->m, ids, n, one, 1, 1, 64);
     e = hy_test_max_abs_diff(base, lg, nv);
@@ -244,9 +244,13 @@ static void test_invariance_and_threads(void **st) {
         assert_memory_equal(lg1, lg, nv * sizeof(float));
         free(lg1);
         free(lg);
+        /* decode steps: with 2 threads split by head (hy_layer_*_first_rows), with 3 not */
+        lg = engine_run(&s->m, ids, n, tok, n, th, 0);
+        assert_memory_equal(lg_tok, lg, nv * sizeof(float));
+        free(lg);
     }
     printf("threads 1/2/3: bit-identical\n");
-    free(tok); free(base); free(ids);
+    free(lg_tok); free(tok); free(base); free(ids);
     synth_free(s);
 }
 
