@@ -139,6 +139,10 @@ typedef void (*hy_matmul_fn)(const hy_mat *W, int T, const float *x, size_t ldx,
 size_t hy_matmul_scratch_bytes(int max_cols);
 /* Row granularity of the kernels' tiles for this format (16 for Q8/Q4). */
 int hy_matmul_row_align(hy_wfmt fmt);
+/* Fewest rows a one-token call on W should get where a caller hands out rows in pieces (a
+ * multiple of hy_matmul_row_align): BF16 panels are read HY_PANEL_ROWS rows of a panel at a
+ * time, and fewer would cut that sequential stream into short runs. */
+int hy_matmul_min_rows(const hy_mat *W);
 /* The kernel of an ISA tier; NULL when this build has none. Does not check the CPU. */
 hy_matmul_fn hy_matmul_get(hy_isa isa);
 hy_matmul_fn hy_matmul_avx2(void);

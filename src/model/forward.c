@@ -506,11 +506,9 @@ void hy_fwd_split_begin(const hy_ctx *c, const hy_mat *W, int T, int ith, int nt
     const int a = hy_matmul_row_align(W->fmt);
     const double row_bytes = (double)hy_mat_bytes(W) / (W->rows > 0 ? W->rows : 1);
     const double want = HY_SPLIT_PIECE_BYTES / row_bytes;
+    const int least = hy_matmul_min_rows(W);
     int piece = ((int)(want < W->rows ? want : W->rows) + a - 1) / a * a;
-    if (piece < a) piece = a;
-    /* BF16 panels are read HY_PANEL_ROWS rows of a panel at a time: fewer would cut the
-     * sequential stream into short runs */
-    if (W->panel && piece < HY_PANEL_ROWS) piece = (HY_PANEL_ROWS + a - 1) / a * a;
+    if (piece < least) piece = least;
     sp->dynamic = true;
     hy_rowsplit_begin(c->split, W->rows, a, piece, ith, &sp->call);
 }
