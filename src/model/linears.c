@@ -421,6 +421,15 @@ static size_t data_bytes(const hy_tensor *t) { return (size_t)hy_tensor_numel(t)
 /* Points dst (a view of t) at a copy of t's data in pages of L's own, and lets the mapping's
  * pages go from this process (the page cache keeps them; the mapping reads them back if the
  * embedding lookup of a tied head touches them). */
+/* Lets go of the checkpoint pages of src[*done, end) (the tensor's first *done bytes already
+ * are, but for the page the last call left partly read) and advances *done to end. */
+static void drop_copied(const hy_model *m, const unsigned char *src, size_t *done, size_t end) {
+    const uintptr_t pg = 4096, at = (uintptr_t)(src + *done) & ~(pg - 1);
+    const unsigned char *from = *done && at > (uintptr_t)src ? (const unsigned char *)at : src + *done;
+    hy_st_drop_pages(m->st, from, (size_t)(src + end - from));
+    *done = end;
+}
+
 static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat *dst, hy_threadpool *tp, hy_err *err) {
     const size_t bytes = data_bytes(t);
     unsigned char *p = own(L, bytes, 1);
@@ -429,6 +438,7 @@ static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat 
                           t->name ? t->name : "?", bytes);
     /* in slices, each let go once copied: the peak holds one slice twice, not the matrix */
     const size_t slice = (size_t)32 << 20;
+    size_t done = 0;
     if (dst->fmt == HY_WFMT_BF16 && hy_panel_wanted(dst->cols)) {
         /* BF16 with long rows: column panels (kernels/matmul.h), slices of whole rows */
         const size_t row_bytes = (size_t)dst->cols * 2;
@@ -437,7 +447,7 @@ static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat 
             panel_job j = {.src = t->data, .dst = (uint16_t *)p, .rows = dst->rows, .cols = dst->cols, .r0 = r,
                            .r1 = dst->rows - r < step ? dst->rows : r + step};
             run_job(tp, panel_run, &j);
-            hy_st_drop_pages(m->st, t->data, (size_t)j.r1 * row_bytes);
+            drop_copied(m, t->data, &done, (size_t)j.r1 * row_bytes);
         }
         dst->panel = true;
     } else {
@@ -445,7 +455,7 @@ static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat 
             copy_job j = {.src = (const unsigned char *)t->data + o, .dst = p + o,
                           .bytes = bytes - o < slice ? bytes - o : slice};
             run_job(tp, copy_run, &j);
-            hy_st_drop_pages(m->st, t->data, o + j.bytes);
+            drop_copied(m, t->data, &done, o + j.bytes);
         }
     }
     dst->data = p;
