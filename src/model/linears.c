@@ -418,9 +418,6 @@ static void copy_run(void *arg, int ith, int nth) {
 
 static size_t data_bytes(const hy_tensor *t) { return (size_t)hy_tensor_numel(t) * hy_dtype_size(t->dtype); }
 
-/* Points dst (a view of t) at a copy of t's data in pages of L's own, and lets the mapping's
- * pages go from this process (the page cache keeps them; the mapping reads them back if the
- * embedding lookup of a tied head touches them). */
 /* Lets go of the checkpoint pages of src[*done, end) (the tensor's first *done bytes already
  * are, but for the page the last call left partly read) and advances *done to end. */
 static void drop_copied(const hy_model *m, const unsigned char *src, size_t *done, size_t end) {
@@ -430,6 +427,9 @@ static void drop_copied(const hy_model *m, const unsigned char *src, size_t *don
     *done = end;
 }
 
+/* Points dst (a view of t) at a copy of t's data in pages of L's own, and lets the mapping's
+ * pages go from this process (the page cache keeps them; the mapping reads them back if the
+ * embedding lookup of a tied head touches them). */
 static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat *dst, hy_threadpool *tp, hy_err *err) {
     const size_t bytes = data_bytes(t);
     unsigned char *p = own(L, bytes, 1);
