@@ -8,6 +8,7 @@
  * alternately in each repetition; times are thread-CPU times (the machine is shared), best of reps,
  * with ratios vs ref.
  * Usage: bench_gdn [threads] [reps]. Prints a table; no asserts. */
+#include "base/alloc.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/gdn.h"
 
@@ -93,7 +94,8 @@ int main(int argc, char **argv) {
     const size_t nk = (size_t)T * d.Hk * d.dk, nv = (size_t)T * d.Hv * d.dv, ng = (size_t)T * d.Hv;
     const size_t ns = (size_t)d.Hv * d.dk * d.dv;
     float *q = malloc(nk * 4), *k = malloc(nk * 4), *v = malloc(nv * 4), *g = malloc(ng * 4);
-    float *beta = malloc(ng * 4), *s = calloc(ns * n_dec_states, 4), *o = malloc(nv * 4);
+    /* the states on huge pages, as a sequence's (memory/gdn_state.c) */
+    float *beta = malloc(ng * 4), *s = hy_alloc_pages(ns * n_dec_states * 4), *o = malloc(nv * 4);
     float *scr[64];
     if (!q || !k || !v || !g || !beta || !s || !o) { fprintf(stderr, "oom\n"); return 1; }
     for (int i = 0; i < nth; i++) {
@@ -161,7 +163,7 @@ int main(int argc, char **argv) {
     }
     printf("  (xN = speed-up vs ref; decode over 24 states streams %.0f MiB of fp32 state per token sweep)\n",
            (double)ns * 4 * n_dec_states / (1 << 20));
-    free(q); free(k); free(v); free(g); free(beta); free(s); free(o);
+    free(q); free(k); free(v); free(g); free(beta); hy_free_pages(s, ns * n_dec_states * 4); free(o);
     for (int i = 0; i < nth; i++) free(scr[i]);
     return 0;
 }

@@ -14,7 +14,7 @@
 void *hy_calloc_aligned(size_t n, size_t size);
 void hy_free(void *p);
 
-/* Large, long-lived, read-mostly buffers (the weights the kernels stream): anonymous pages
+/* Large, long-lived buffers the kernels stream (the weights; a sequence's GDN state): anonymous pages
  * of their own, 2 MiB aligned and, from 2 MiB on, advised for transparent huge pages. Decode
  * reads every weight byte once per token; on 4 KiB pages that is a TLB miss every 4 KiB, and
  * two threads streaming 512 MiB read 10-20% less per second than on huge pages here (Zen 4,
