@@ -4,7 +4,9 @@
  *   prefill: one KV head's 4 query heads over a block of 64 new tokens at the end of an
  *            n-token context (the forward pass's unit of work), GFLOP/s of scores + values;
  *   decode:  one token, 4 query heads over an n-token cache: GB/s of K and V read (the cache of
- *            32K positions is 64 MiB per KV head, i.e. streamed from DRAM).
+ *            32K positions is 64 MiB per KV head, i.e. streamed from DRAM); "cache of H KV
+ *            heads": the head's rows interleaved with H-1 other heads' as the engine's KV cache
+ *            stores them (memory/kv_cache.h: row stride H·head_dim), 0.8B (2) and 27B (4, g6).
  * One thread; times are thread-CPU times (the machine is shared), best of reps; ratios vs ref.
  * Usage: bench_attn [reps]. Prints a table; no asserts. */
 #include "kernels/attn.h"
@@ -31,6 +33,7 @@ static float frand(uint64_t *s) {
 typedef struct shape {
     const char *name;
     int dh, ng, nt, n_ctx; /* n_ctx: keys visible to the last token */
+    int kvh;               /* KV heads interleaved in the cache rows */
 } shape;
 
 int main(int argc, char **argv) {
@@ -42,19 +45,21 @@ int main(int argc, char **argv) {
     for (int i = 0; i < HY_ISA_COUNT; i++)
         if (hy_isa_supported(&f, (hy_isa)i) && hy_attn_ops_get((hy_isa)i)) tiers[nt++] = hy_attn_ops_get((hy_isa)i);
     static const shape shapes[] = {
-        {"prefill dh256 g4 64 tok @ 512", 256, 4, 64, 512},
-        {"prefill dh256 g4 64 tok @ 4096", 256, 4, 64, 4096},
-        {"prefill dh32 g2 64 tok @ 4096", 32, 2, 64, 4096},
-        {"decode dh256 g4 @ 4096", 256, 4, 1, 4096},
-        {"decode dh256 g4 @ 32768", 256, 4, 1, 32768},
-        {"decode dh32 g2 @ 32768", 32, 2, 1, 32768},
+        {"prefill dh256 g4 64 tok @ 512", 256, 4, 64, 512, 1},
+        {"prefill dh256 g4 64 tok @ 4096", 256, 4, 64, 4096, 1},
+        {"prefill dh32 g2 64 tok @ 4096", 32, 2, 64, 4096, 1},
+        {"decode dh256 g4 @ 4096", 256, 4, 1, 4096, 1},
+        {"decode dh256 g4 @ 32768", 256, 4, 1, 32768, 1},
+        {"decode dh32 g2 @ 32768", 32, 2, 1, 32768, 1},
+        {"decode dh256 g4 @ 32768, cache of 2 KV heads", 256, 4, 1, 32768, 2},
+        {"decode dh256 g6 @ 32768, cache of 4 KV heads", 256, 6, 1, 32768, 4},
     };
-    printf("  %-34s", "shape (one KV head)");
+    printf("  %-46s", "shape (one KV head)");
     for (int i = 0; i < nt; i++) printf(" %18s", tiers[i]->name);
     printf("\n");
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const shape *s = &shapes[si];
-        const size_t ld = (size_t)s->dh, n = (size_t)s->n_ctx;
+        const size_t ld = (size_t)s->dh * (size_t)s->kvh, n = (size_t)s->n_ctx;
         float *k = malloc(n * ld * sizeof(float)), *v = malloc(n * ld * sizeof(float));
         float *q = malloc((size_t)s->nt * s->ng * s->dh * sizeof(float));
         float *o = malloc((size_t)s->nt * s->ng * s->dh * sizeof(float));
@@ -69,7 +74,7 @@ int main(int argc, char **argv) {
                           .scale = 1.0f / sqrtf((float)s->dh)};
         double keys = 0; /* visible (row, key) pairs */
         for (int t = 0; t < s->nt; t++) keys += (double)s->ng * (a.n_past + t + 1);
-        const double flops = 4.0 * s->dh * keys, bytes = 2.0 * n * ld * sizeof(float);
+        const double flops = 4.0 * s->dh * keys, bytes = 2.0 * n * (size_t)s->dh * sizeof(float);
         double best[HY_ISA_COUNT];
         for (int i = 0; i < nt; i++) best[i] = 1e30;
         for (int r = 0; r < reps; r++)
@@ -80,7 +85,7 @@ int main(int argc, char **argv) {
                 double dt = (cpu_s() - c0) / inner;
                 if (dt < best[i]) best[i] = dt;
             }
-        printf("  %-34s", s->name);
+        printf("  %-46s", s->name);
         for (int i = 0; i < nt; i++) {
             if (s->nt == 1) printf(" %7.1f GB/s (x%4.1f)", bytes / best[i] / 1e9, best[0] / best[i]);
             else printf(" %6.1f GF/s (x%4.1f)", flops / best[i] / 1e9, best[0] / best[i]);
