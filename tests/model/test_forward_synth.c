@@ -244,7 +244,8 @@ static void test_invariance_and_threads(void **st) {
         assert_memory_equal(lg1, lg, nv * sizeof(float));
         free(lg1);
         free(lg);
-        /* decode steps: with 2 threads split by head (hy_layer_*_first_rows), with 3 not */
+        /* every step a decode step: the norm per thread, the fused GDN core by key head, the
+         * attention by KV head (3 threads: one of them idle in those phases) */
         lg = engine_run(&s->m, ids, n, tok, n, th, 0);
         assert_memory_equal(lg_tok, lg, nv * sizeof(float));
         free(lg);
