@@ -422,7 +422,7 @@ static size_t data_bytes(const hy_tensor *t) { return (size_t)hy_tensor_numel(t)
  * are, but for the page the last call left partly read) and advances *done to end. */
 static void drop_copied(const hy_model *m, const unsigned char *src, size_t *done, size_t end) {
     const uintptr_t pg = 4096, at = (uintptr_t)(src + *done) & ~(pg - 1);
-    const unsigned char *from = *done && at > (uintptr_t)src ? (const unsigned char *)at : src + *done;
+    const unsigned char *from = at > (uintptr_t)src ? (const unsigned char *)at : src + *done;
     hy_st_drop_pages(m->st, from, (size_t)(src + end - from));
     *done = end;
 }
