@@ -7,7 +7,8 @@
  * the running max many times.
  * Tolerance: max |x - ref| <= 1e-5 (outputs are convex combinations of values in [-1, 1]);
  * the worst error is printed. Also: a row's result is bit-identical whether it is computed in
- * one call with its neighbours or alone (what makes the forward pass thread-count invariant). */
+ * one call with its neighbours or alone (what makes the forward pass thread-count invariant),
+ * and the AVX-512 score tile's shared reduction (vf_hsum4x4) gives vf_hsum4's sums bit for bit. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -152,6 +153,61 @@ static void test_cases(void **st) {
            sizeof cases / sizeof cases[0], n_tiers, worst, TOL);
 }
 
+#if defined(__x86_64__)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
+#endif
+#include <immintrin.h>
+
+#include "kernels/cpu/vec_avx512.inc"
+
+/* Mismatching sums of vf_hsum4x4 against vf_hsum4 over `n` random 4 x 4 tiles (lanes of
+ * mixed magnitudes, so every change of summation order would show). */
+static int hsum4x4_mismatches(rng *r, int n) {
+    int bad = 0;
+    for (int it = 0; it < n; it++) {
+        vf a[4][4];
+        float lanes[16], got[16];
+        for (int i = 0; i < 4; i++)
+            for (int u = 0; u < 4; u++) {
+                for (int l = 0; l < 16; l++) lanes[l] = rng_sym(r) * (float)(1u << (int)(rng_u(r) * 24));
+                a[i][u] = vf_load(lanes);
+            }
+        vf_store(got, vf_hsum4x4(a));
+        for (int i = 0; i < 4; i++) {
+            float want[4];
+            vf_hsum4(a[i][0], a[i][1], a[i][2], a[i][3], want);
+            bad += memcmp(want, got + 4 * i, sizeof want) != 0;
+        }
+    }
+    return bad;
+}
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+
+static void test_hsum4x4(void **st) {
+    (void)st;
+    hy_cpu_features f;
+    hy_cpu_detect(&f);
+    if (!hy_isa_supported(&f, HY_ISA_AVX512)) {
+        printf("vf_hsum4x4: no AVX-512 here, skipped\n");
+        return;
+    }
+    rng r = {99};
+    const int bad = hsum4x4_mismatches(&r, 20000);
+    printf("vf_hsum4x4 against vf_hsum4: %d of 80000 rows differ\n", bad);
+    assert_int_equal(bad, 0);
+}
+#else
+static void test_hsum4x4(void **st) { (void)st; }
+#endif
+
 /* Random shapes. */
 static void test_random(void **st) {
     (void)st;
@@ -176,6 +232,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases),
         cmocka_unit_test(test_random),
+        cmocka_unit_test(test_hsum4x4),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
