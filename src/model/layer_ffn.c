@@ -3,12 +3,22 @@
  * thread of a step job. A thread computes the same rows of gate_proj and
  * up_proj (the chunks of gate_proj's split), so it can form silu(gate)*up for
  * its rows without a barrier (the tier's vector silu_mul, kernels/gdn.h).
+ * It takes its gate_proj rows first and their up_proj rows after them, not
+ * piece by piece: each matrix is then one stream per thread. Two threads over
+ * 0.8B gate/up pairs (bf16, one-row GEMV), alternated with the plain read
+ * whenever that read above 40 GB/s: switching matrices every 64 rows read less
+ * than gate-then-up in 10 of 11 rounds (median 0.935 of the read, against
+ * 1.007).
  *
  *   phase 1  post_attention_layernorm          tokens split (1 token: every thread, own copy)
  *   phase 2  gate/up projections + silu*mul    rows split
  *   phase 3  down_proj, added to the residual  rows split
  */
 #include "model/forward_impl.h"
+
+/* Pieces of gate_proj a thread may take before it computes their up_proj rows (a split hands out
+ * a few tens per call; more only make it flush early). */
+#define HY_FFN_RANGES 64
 
 void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
     const hy_fwd_dims *d = &c->d;
@@ -20,12 +30,24 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
     const float *xn = hy_fwd_norm_input(c, L->post_norm, ith, nth);
 
     hy_fwd_split sp;
-    int o0, o1;
+    int o0, o1, n = 0;
+    int rows[HY_FFN_RANGES][2]; /* gate_proj rows this thread took whose up_proj rows are pending */
     hy_fwd_split_begin(c, &lw->gate_proj, T, ith, nth, &sp);
-    for (bool keep = false; hy_fwd_split_next(c, &sp, ith, &o0, &o1); keep = true) {
-        hy_fwd_matmul_rows(c, &lw->gate_proj, T, xn, D, c->f_gate, F, o0, o1, false, keep, ith);
-        hy_fwd_matmul_rows(c, &lw->up_proj, T, xn, D, c->f_up, F, o0, o1, false, true, ith);
-        for (int t = 0; t < T; t++) c->gdn->silu_mul(o1 - o0, c->f_gate + t * F + o0, c->f_up + t * F + o0);
+    for (bool keep = false, more = true; more; keep = true) {
+        more = hy_fwd_split_next(c, &sp, ith, &o0, &o1);
+        if (more) {
+            hy_fwd_matmul_rows(c, &lw->gate_proj, T, xn, D, c->f_gate, F, o0, o1, false, keep, ith);
+            rows[n][0] = o0;
+            rows[n++][1] = o1;
+        }
+        if (n == HY_FFN_RANGES || (!more && n)) {
+            for (int i = 0; i < n; i++) {
+                const int r0 = rows[i][0], r1 = rows[i][1];
+                hy_fwd_matmul_rows(c, &lw->up_proj, T, xn, D, c->f_up, F, r0, r1, false, true, ith);
+                for (int t = 0; t < T; t++) c->gdn->silu_mul(r1 - r0, c->f_gate + t * F + r0, c->f_up + t * F + r0);
+            }
+            n = 0;
+        }
     }
     hy_fwd_barrier_next(c, &lw->down_proj, NULL, ith, nth);
 
