@@ -16,8 +16,9 @@
  */
 #include "model/forward_impl.h"
 
-/* Pieces of gate_proj a thread may take before it computes their up_proj rows (a split hands out
- * a few tens per call; more only make it flush early). */
+/* Pieces of gate_proj a thread may take before it computes their up_proj rows. A piece is at least
+ * 64 KiB of weights (hy_fwd_split_begin), so a full list only switches streams after 4 MiB or more;
+ * the 27B's gate_proj gives a thread more pieces than that and flushes a few times. */
 #define HY_FFN_RANGES 64
 
 void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
