@@ -30,6 +30,15 @@ typedef __m256i vi;
 #define MM_MR 2
 #define MM_NT 6
 #define MM_MR_V 4
+/* one-token bf16 decode: 4 rows per tile, the MM_PF_DIST prefetch at every width, and panel
+ * matrices walked by these tiles too (not gemv_bf16_panels' one row at a time: its one chain of
+ * two dependent FMAs per 16 weights reads ~14 GB/s from L2 on Zen 3, 4 rows ~45). Zen 3, one
+ * thread, 0.8B and 27B shapes from DRAM on huge pages (bench_matmul --decode --only bf16,
+ * builds alternated 3 rounds): 0.70-0.91 of the read bandwidth against 0.50-0.66 (4-row tiles
+ * without the prefetch, one-row panel walk); 8 rows, 16-64 KiB ahead or T0 measured the same. */
+#define MM_MR_V_BF16_T1 4
+#define MM_BF16_T1_PF_COLS 0
+#define MM_BF16_T1_PANEL_WALK 0
 #define MM_NT_V 2
 #define MM_Q_NV1 2
 #define MM_Q_NV2 2

@@ -34,6 +34,9 @@ typedef __m512i vi;
  * ~0.8-0.93 of the read bandwidth against ~0.56-0.76 with 4 rows and ~0.7-0.83 with 2 (same
  * runs, alternated); FP8 stays at 4 rows (bound by its conversion; 1 row was 20% slower) */
 #define MM_MR_V_BF16_T1 1
+#define MM_BF16_T1_PF_COLS 4096
+/* one-token calls on bf16 panel matrices: gemv_bf16_panels (matmul_simd.inc) */
+#define MM_BF16_T1_PANEL_WALK 1
 #define MM_NT_V 4
 #define MM_Q_NV1 1
 #define MM_Q_NV2 4
