@@ -3,10 +3,11 @@
  * avx2 tier only by target pragmas; hy_matmul_avx2() must only be called after
  * kernels/cpu/dispatch.c checked the CPU. 8 fp32 lanes, 16 registers: float GEMM tiles of 3
  * rows x 4 tokens, 3 x 3 over bf16 weights read in place. No bf16 dot product: HY_ACT_BF16
- * rounds operands to bf16 and keeps fp32 FMAs (same numbers, no speed-up). int8 dots via
- * vpmaddubsw + vpmaddwd: Q4 nibbles (<= 15) times int8 cannot saturate the 16-bit pair sums; Q8
- * uses the sign trick (|w| times sign-adjusted x, both <= 127), so its weights carry no zero
- * point here.
+ * rounds operands to bf16 and keeps fp32 FMAs (no speed-up over fp32 activations; bf16
+ * weights take the same in-place tiles, the tokens rounded as they are de-interleaved). int8
+ * dots via vpmaddubsw + vpmaddwd: Q4 nibbles (<= 15) times int8 cannot saturate the 16-bit
+ * pair sums; Q8 uses the sign trick (|w| times sign-adjusted x, both <= 127), so its weights
+ * carry no zero point here.
  */
 #include "kernels/matmul.h"
 
