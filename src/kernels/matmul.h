@@ -139,14 +139,21 @@ typedef void (*hy_matmul_fn)(const hy_mat *W, int T, const float *x, size_t ldx,
 size_t hy_matmul_scratch_bytes(int max_cols);
 /* Row granularity of the kernels' tiles for this format (16 for Q8/Q4). */
 int hy_matmul_row_align(hy_wfmt fmt);
-/* Fewest rows a one-token call on W should get where a caller hands out rows in pieces (a
- * multiple of hy_matmul_row_align): BF16 panels are read HY_PANEL_ROWS rows of a panel at a
- * time, and fewer would cut that sequential stream into short runs. */
-int hy_matmul_min_rows(const hy_mat *W);
+/* Fewest rows a one-token call on W should get from tier isa's kernel where a caller hands out
+ * rows in pieces (a multiple of hy_matmul_row_align): a tier whose one-token GEMV walks BF16
+ * panels HY_PANEL_ROWS rows of a panel at a time (hy_matmul_panel_walk) asks for that many on
+ * panel matrices, as fewer would cut that sequential stream into short runs; otherwise the
+ * row alignment. */
+int hy_matmul_min_rows(const hy_mat *W, hy_isa isa);
 /* The kernel of an ISA tier; NULL when this build has none. Does not check the CPU. */
 hy_matmul_fn hy_matmul_get(hy_isa isa);
 hy_matmul_fn hy_matmul_avx2(void);
 hy_matmul_fn hy_matmul_avx512(void);
+/* Whether the tier's one-token BF16 GEMV walks column-panel matrices HY_PANEL_ROWS rows at a
+ * time (its ISA file's choice; false for tiers this build lacks and for ref). */
+bool hy_matmul_panel_walk(hy_isa isa);
+bool hy_matmul_avx2_panel_walk(void);
+bool hy_matmul_avx512_panel_walk(void);
 
 /* Scalar reference of the contract above (the "ref" tier). */
 void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,

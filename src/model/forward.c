@@ -506,7 +506,7 @@ void hy_fwd_split_begin(const hy_ctx *c, const hy_mat *W, int T, int ith, int nt
     const int a = hy_matmul_row_align(W->fmt);
     const double row_bytes = (double)hy_mat_bytes(W) / (W->rows > 0 ? W->rows : 1);
     const double want = HY_SPLIT_PIECE_BYTES / row_bytes;
-    const int least = hy_matmul_min_rows(W);
+    const int least = hy_matmul_min_rows(W, c->kern.isa);
     int piece = ((int)(want < W->rows ? want : W->rows) + a - 1) / a * a;
     if (piece < least) piece = least;
     sp->dynamic = true;

@@ -205,7 +205,9 @@ static inline void vi_store_i8(int8_t *p, vi a) { /* 8 int32 in [-127, 127] -> 8
 #endif
 
 hy_matmul_fn hy_matmul_avx2(void) { return mm_simd; }
+bool hy_matmul_avx2_panel_walk(void) { return MM_BF16_T1_PANEL_WALK; }
 
 #else
 hy_matmul_fn hy_matmul_avx2(void) { return NULL; }
+bool hy_matmul_avx2_panel_walk(void) { return false; }
 #endif

@@ -166,7 +166,9 @@ static inline void vi_store_i8(int8_t *p, vi a) { _mm_storeu_si128((__m128i *)p,
 #endif
 
 hy_matmul_fn hy_matmul_avx512(void) { return mm_simd; }
+bool hy_matmul_avx512_panel_walk(void) { return MM_BF16_T1_PANEL_WALK; }
 
 #else
 hy_matmul_fn hy_matmul_avx512(void) { return NULL; }
+bool hy_matmul_avx512_panel_walk(void) { return false; }
 #endif

@@ -52,9 +52,17 @@ size_t hy_matmul_scratch_bytes(int max_cols) {
 
 int hy_matmul_row_align(hy_wfmt fmt) { return fmt == HY_WFMT_Q8 || fmt == HY_WFMT_Q4 ? HY_Q_ROWS : 8; }
 
-int hy_matmul_min_rows(const hy_mat *W) {
-    const int a = hy_matmul_row_align(W->fmt), m = W->panel ? HY_PANEL_ROWS : a;
+int hy_matmul_min_rows(const hy_mat *W, hy_isa isa) {
+    const int a = hy_matmul_row_align(W->fmt), m = W->panel && hy_matmul_panel_walk(isa) ? HY_PANEL_ROWS : a;
     return (m + a - 1) / a * a;
+}
+
+bool hy_matmul_panel_walk(hy_isa isa) {
+    switch (isa) {
+    case HY_ISA_AVX2: return hy_matmul_avx2_panel_walk();
+    case HY_ISA_AVX512: return hy_matmul_avx512_panel_walk();
+    default: return false;
+    }
 }
 
 hy_matmul_fn hy_matmul_get(hy_isa isa) {
