@@ -156,14 +156,16 @@ static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
         }
     } else {
         const size_t es = f == HY_WFMT_F32 ? 4 : f == HY_WFMT_FP8 ? 1 : 2;
-        b.data_bytes = n * es;
+        /* row groups: random values in the grouped layout directly (padding included) */
+        const size_t ne = f == HY_WFMT_BF16G ? hy_wfmt_bytes(f, rows, cols) / 2 : n;
+        b.data_bytes = ne * es;
         b.data = hy_alloc_pages(b.data_bytes);
-        if (like) memcpy(b.data, like->data, n * es);
+        if (like) memcpy(b.data, like->data, ne * es);
         else
-            for (size_t i = 0; i < n; i++) {
+            for (size_t i = 0; i < ne; i++) {
                 const float v = frand();
                 if (f == HY_WFMT_F32) ((float *)b.data)[i] = v;
-                else if (f == HY_WFMT_BF16) ((uint16_t *)b.data)[i] = hy_f32_to_bf16(v);
+                else if (f == HY_WFMT_BF16 || f == HY_WFMT_BF16G) ((uint16_t *)b.data)[i] = hy_f32_to_bf16(v);
                 else if (f == HY_WFMT_F16) ((uint16_t *)b.data)[i] = hy_f32_to_f16(v);
                 else ((uint8_t *)b.data)[i] = hy_fp8_e4m3_encode(v * 448.0f / 0.05f);
             }
@@ -282,7 +284,7 @@ int main(int argc, char **argv) {
         {1024, 3584, "0.8B down_proj"}, {3584, 1024, "0.8B gate/up"}, {248320, 1024, "0.8B lm_head"},
         {5120, 17408, "27B down_proj"}, {17408, 5120, "27B gate/up"},
     };
-    static const hy_wfmt fmts[] = {HY_WFMT_BF16, HY_WFMT_F32, HY_WFMT_F16, HY_WFMT_FP8, HY_WFMT_Q8, HY_WFMT_Q4};
+    static const hy_wfmt fmts[] = {HY_WFMT_BF16, HY_WFMT_BF16G, HY_WFMT_F32, HY_WFMT_F16, HY_WFMT_FP8, HY_WFMT_Q8, HY_WFMT_Q4};
     const int nshape = quick ? 2 : (int)(sizeof shapes / sizeof shapes[0]);
 
     /* Decode rows are printed at the end, against the best read bandwidth seen over the whole
@@ -358,7 +360,8 @@ int main(int argc, char **argv) {
     for (int ti = 0; ti < nth_rows; ti++) printf("   %d thr: GFLOP/s frac    wall ms/call", ths[ti]);
     printf("\n");
     static const struct { hy_wfmt f; hy_act act; } pcfg[] = {
-        {HY_WFMT_BF16, HY_ACT_F32}, {HY_WFMT_BF16, HY_ACT_BF16}, {HY_WFMT_F32, HY_ACT_F32}, {HY_WFMT_FP8, HY_ACT_F32},
+        {HY_WFMT_BF16, HY_ACT_F32}, {HY_WFMT_BF16, HY_ACT_BF16}, {HY_WFMT_BF16G, HY_ACT_F32}, {HY_WFMT_BF16G, HY_ACT_BF16},
+        {HY_WFMT_F32, HY_ACT_F32}, {HY_WFMT_FP8, HY_ACT_F32},
         {HY_WFMT_FP8, HY_ACT_BF16}, {HY_WFMT_Q8, HY_ACT_F32}, {HY_WFMT_Q4, HY_ACT_F32},
     };
     static const int pshapes[] = {0, 1, 3};

@@ -59,10 +59,11 @@ typedef enum hy_wfmt {
     HY_WFMT_FP8,
     HY_WFMT_Q8,
     HY_WFMT_Q4,
+    HY_WFMT_BF16G, /* bf16 in row groups (below) */
     HY_WFMT_COUNT
 } hy_wfmt;
 
-const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" */
+const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" "bf16g" */
 
 #define HY_Q_ROWS 16  /* rows per packed q8/q4 block */
 #define HY_Q_GROUP 32 /* columns per quantization group */
@@ -92,6 +93,21 @@ const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" */
  * layout.
  */
 #define HY_PANEL_COLS 2048
+/*
+ * BF16 row groups (HY_WFMT_BF16G): the same bf16 values, rows padded to a multiple of
+ * HY_G_ROWS (zero rows), columns taken in pairs (an odd last column pairs with a zero): pair j
+ * of group g is 64 bytes at data + (g·ceil(K/2) + j)·64, dword i = row HY_G_ROWS·g + i's
+ * columns 2j (low half) and 2j+1 (high half). A group is one sequential stream, and a vector
+ * of 8 or 16 rows of one column is one shift or AND of a load: the "outer product" form, where
+ * an accumulator holds consecutive rows of one token and takes each column's weights times
+ * that token's value broadcast. Its order (every kernel, any T): per (row, token) ONE fp32
+ * chain over the columns in order, acc = 0; for k < K: acc = fma(w(o,k), x(t,k), acc); y =
+ * acc (HY_ACT_BF16: x(t,k) rounded to bf16 first). No horizontal sums, so no lane order:
+ * every tier computes the same bits. The tier decides whether the loader uses it
+ * (hy_matmul_bf16_groups): on Zen 3 (avx2, 16 registers) this form kept both FMA pipes busier
+ * than the inner-product tiles, which load a vector of the token too for every one of weights.
+ */
+#define HY_G_ROWS 16
 /* Rows of a panel the one-token GEMV reads before moving to the next panel (fewer when the call
  * has fewer): callers splitting rows hand out at least this many at a time where they can. */
 #define HY_PANEL_ROWS 256
@@ -137,7 +153,7 @@ typedef void (*hy_matmul_fn)(const hy_mat *W, int T, const float *x, size_t ldx,
 
 /* Scratch one thread needs for matrices of up to max_cols columns (any ISA, any format). */
 size_t hy_matmul_scratch_bytes(int max_cols);
-/* Row granularity of the kernels' tiles for this format (16 for Q8/Q4). */
+/* Row granularity of the kernels' tiles for this format (16 for Q8/Q4 and BF16G). */
 int hy_matmul_row_align(hy_wfmt fmt);
 /* Fewest rows a one-token call on W should get from tier isa's kernel where a caller hands out
  * rows in pieces (a multiple of hy_matmul_row_align): a tier whose one-token GEMV walks BF16
@@ -154,6 +170,17 @@ hy_matmul_fn hy_matmul_avx512(void);
 bool hy_matmul_panel_walk(hy_isa isa);
 bool hy_matmul_avx2_panel_walk(void);
 bool hy_matmul_avx512_panel_walk(void);
+/* Whether the tier reads BF16 matrices faster as row groups (HY_WFMT_BF16G) than row-major,
+ * where the loader copies them anyway (its ISA file's choice; false for ref and absent tiers).
+ * Every tier computes BF16G, this is only about speed. */
+bool hy_matmul_bf16_groups(hy_isa isa);
+bool hy_matmul_avx2_bf16_groups(void);
+bool hy_matmul_avx512_bf16_groups(void);
+/* Rows [r0, r1) (r0 a multiple of HY_G_ROWS; r1 one too, or r1 = rows) of a bf16 matrix of
+ * rows x cols, row-major in src (src[0] = row r0's first column), into their places in the row
+ * groups dst (hy_wfmt_bytes(HY_WFMT_BF16G, rows, cols) bytes, all of it), padding rows and the
+ * odd column's partner zero. */
+void hy_mat_group_rows(uint16_t *dst, const uint16_t *src, int rows, int cols, int r0, int r1);
 
 /* Scalar reference of the contract above (the "ref" tier). */
 void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,

@@ -253,6 +253,7 @@ static void own_free(struct hy_lin_buf *b) {
 
 typedef struct conv_job {
     const hy_mat *src;
+    bool groups;      /* BF16 target in row groups */
     hy_mat *dst;
     void *data;       /* destination arrays (mutable views of dst's) */
     float *scale;
@@ -281,12 +282,15 @@ static void conv_run(void *arg, int ith, int nth) {
         const int r0 = u * unit, nr = rows - r0 < unit ? rows - r0 : unit;
         for (int r = 0; r < nr; r++) hy_mat_row_f32(S, r0 + r, tmp + (size_t)r * cols);
         switch (j->dst->fmt) {
-        case HY_WFMT_BF16: {
-            uint16_t *d = (uint16_t *)j->data + (size_t)r0 * cols;
+        case HY_WFMT_BF16:
+        case HY_WFMT_BF16G: {
+            /* row groups: rounded in place over the staging rows, then grouped from there */
+            uint16_t *d = j->dst->fmt == HY_WFMT_BF16G ? (uint16_t *)tmp : (uint16_t *)j->data + (size_t)r0 * cols;
             for (size_t i = 0; i < (size_t)nr * cols; i++) {
                 if (!isfinite(tmp[i])) bad++;
                 d[i] = hy_f32_to_bf16(tmp[i]);
             }
+            if (j->dst->fmt == HY_WFMT_BF16G) hy_mat_group_rows(j->data, d, rows, cols, r0, r0 + nr);
             break;
         }
         case HY_WFMT_FP8:
@@ -345,8 +349,9 @@ static int convert(hy_linears *L, const hy_mat *src, hy_wfmt tf, hy_mat *dst, hy
     conv_job j = {.src = src, .dst = dst};
     switch (tf) {
     case HY_WFMT_BF16:
-        j.data = own(L, (size_t)rows * cols, 2);
-        j.unit = 64;
+    case HY_WFMT_BF16G:
+        j.data = own(L, hy_wfmt_bytes(tf, rows, cols), 1);
+        j.unit = 64; /* whole row groups */
         break;
     case HY_WFMT_FP8: {
         const size_t nbr = (size_t)(rows + FP8_BLOCK - 1) / FP8_BLOCK, nbc = (size_t)(cols + FP8_BLOCK - 1) / FP8_BLOCK;
@@ -408,6 +413,23 @@ static void panel_run(void *arg, int ith, int nth) {
     if (b > a) hy_mat_panelize_rows(j->dst, j->src, j->rows, j->cols, j->r0 + a, j->r0 + b);
 }
 
+/* Rows [r0, r1) of a bf16 matrix (src: row r0) into the row groups of dst, whole groups per
+ * thread. */
+typedef struct group_job {
+    const uint16_t *src;
+    uint16_t *dst;
+    int rows, cols, r0, r1;
+} group_job;
+
+static void group_run(void *arg, int ith, int nth) {
+    const group_job *j = arg;
+    const int ng = (j->r1 - j->r0 + HY_G_ROWS - 1) / HY_G_ROWS;
+    int a, b;
+    hy_split_range(ng, ith, nth, &a, &b);
+    const int r0 = j->r0 + a * HY_G_ROWS, r1 = j->r0 + b * HY_G_ROWS < j->r1 ? j->r0 + b * HY_G_ROWS : j->r1;
+    if (r1 > r0) hy_mat_group_rows(j->dst, j->src + (size_t)(r0 - j->r0) * j->cols, j->rows, j->cols, r0, r1);
+}
+
 static void copy_run(void *arg, int ith, int nth) {
     const copy_job *j = arg;
     const size_t line = 64, n = (j->bytes + line - 1) / line;
@@ -430,16 +452,32 @@ static void drop_copied(const hy_model *m, const unsigned char *src, size_t *don
 /* Points dst (a view of t) at a copy of t's data in pages of L's own, and lets the mapping's
  * pages go from this process (the page cache keeps them; the mapping reads them back if the
  * embedding lookup of a tied head touches them). */
-static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat *dst, hy_threadpool *tp, hy_err *err) {
+static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat *dst, bool groups, hy_threadpool *tp,
+                   hy_err *err) {
     const size_t bytes = data_bytes(t);
-    unsigned char *p = own(L, bytes, 1);
+    groups = groups && dst->fmt == HY_WFMT_BF16;
+    const size_t own_bytes = groups ? hy_wfmt_bytes(HY_WFMT_BF16G, dst->rows, dst->cols) : bytes;
+    unsigned char *p = own(L, own_bytes, 1);
     if (!p)
         return hy_err_set(err, HY_E_NOMEM, "weights: out of memory copying %s (%zu bytes) out of the mmap",
                           t->name ? t->name : "?", bytes);
     /* in slices, each let go once copied: the peak holds one slice twice, not the matrix */
     const size_t slice = (size_t)32 << 20;
     size_t done = 0;
-    if (dst->fmt == HY_WFMT_BF16 && hy_panel_wanted(dst->cols)) {
+    if (groups) {
+        /* BF16 in row groups (kernels/matmul.h), slices of whole groups */
+        const size_t row_bytes = (size_t)dst->cols * 2;
+        int step = (int)(slice / row_bytes) / HY_G_ROWS * HY_G_ROWS;
+        if (step < HY_G_ROWS) step = HY_G_ROWS;
+        for (int r = 0; r < dst->rows; r += step) {
+            group_job j = {.src = (const uint16_t *)t->data + (size_t)r * dst->cols, .dst = (uint16_t *)p,
+                           .rows = dst->rows, .cols = dst->cols, .r0 = r,
+                           .r1 = dst->rows - r < step ? dst->rows : r + step};
+            run_job(tp, group_run, &j);
+            drop_copied(m, t->data, &done, (size_t)j.r1 * row_bytes);
+        }
+        dst->fmt = HY_WFMT_BF16G;
+    } else if (dst->fmt == HY_WFMT_BF16 && hy_panel_wanted(dst->cols)) {
         /* BF16 with long rows: column panels (kernels/matmul.h), slices of whole rows */
         const size_t row_bytes = (size_t)dst->cols * 2;
         const int step = slice / row_bytes > 0 ? (int)(slice / row_bytes) : 1;
@@ -459,7 +497,7 @@ static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat 
         }
     }
     dst->data = p;
-    L->bytes_copied += (int64_t)bytes;
+    L->bytes_copied += (int64_t)own_bytes;
     return HY_OK;
 }
 
@@ -483,16 +521,22 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         return hy_err_set(err, HY_E_NOMEM, "weights: out of memory");
     }
     list_slots(m, L->layers, &L->lm_head, s);
-    size_t inplace = 0, converted = 0;
+    const bool groups = flags & HY_LIN_BF16_GROUPS;
+    size_t inplace = 0, converted = 0, group_pad = 0;
     for (int i = 0; i < n; i++) {
         const hy_wfmt tf = target_fmt(&s[i], req, flags);
-        if (tf == stored_fmt(s[i].src)) inplace += data_bytes(s[i].src);
-        else converted += hy_wfmt_bytes(tf, s[i].src->shape[0], s[i].src->shape[1]) + 3 * 64;
+        const int64_t rows = s[i].src->shape[0], cols = s[i].src->shape[1];
+        if (tf == stored_fmt(s[i].src)) {
+            inplace += data_bytes(s[i].src);
+            if (groups && tf == HY_WFMT_BF16) group_pad += hy_wfmt_bytes(HY_WFMT_BF16G, rows, cols) - data_bytes(s[i].src);
+        } else {
+            converted += hy_wfmt_bytes(groups && tf == HY_WFMT_BF16 ? HY_WFMT_BF16G : tf, rows, cols) + 3 * 64;
+        }
     }
     const bool copy = inplace && want_copy(res, inplace);
     /* an upper bound of what own() will take (untouched pages cost nothing); too little only
      * sends the rest to mappings of their own */
-    L->arena_cap = converted + (copy ? inplace + (size_t)n * 64 : 0);
+    L->arena_cap = converted + (copy ? inplace + group_pad + (size_t)n * 64 : 0);
     L->arena = L->arena_cap ? hy_alloc_pages(L->arena_cap) : NULL;
     if (!L->arena) L->arena_cap = 0;
     L->res = !inplace ? HY_WRES_USED_NONE : copy ? HY_WRES_USED_COPY : HY_WRES_USED_MMAP;
@@ -500,7 +544,9 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
     int n_conv = 0;
     for (int i = 0; i < n && !rc; i++) {
         const hy_tensor *t = s[i].src;
-        const hy_wfmt sf = stored_fmt(t), tf = target_fmt(&s[i], req, flags);
+        const hy_wfmt sf = stored_fmt(t);
+        hy_wfmt tf = target_fmt(&s[i], req, flags);
+        if (groups && tf == HY_WFMT_BF16 && sf != HY_WFMT_BF16) tf = HY_WFMT_BF16G; /* converted: into groups */
         const bool tied = s[i].cls == HY_WCLASS_LM_HEAD && m->w.lm_head_tied;
         int64_t owned = 0;
         hy_mat src;
@@ -508,8 +554,9 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         if (tf == sf) {
             if (sf == HY_WFMT_FP8 && (rc = check_fp8_inplace(m, t, err))) break;
             *s[i].dst = src;
-            if (copy && (rc = copy_in(L, m, t, s[i].dst, tp, err))) break;
-            add_info(&L->cls[s[i].cls], hy_tensor_numel(t), tied ? 0 : tensor_bytes(t), tensor_bytes(t), owned, sf);
+            if (copy && (rc = copy_in(L, m, t, s[i].dst, groups, tp, err))) break;
+            add_info(&L->cls[s[i].cls], hy_tensor_numel(t), tied ? 0 : tensor_bytes(t), (int64_t)hy_mat_bytes(s[i].dst),
+                     owned, s[i].dst->fmt);
         } else {
             rc = convert(L, &src, tf, s[i].dst, tp, &owned, err);
             if (rc) break;

@@ -11,7 +11,8 @@
  *    kernel sums each output in ONE chain over the columns (matmul_gemm.inc), so the bound
  *    there is (K + ceil(K/8) + 8) · 2^-24 · Σ|w x|. The worst observed ratio
  *    err / (2^-24 · Σ|w x|) is printed.
- *  - q8 / q4: bit-identical to the reference (integer dots, same float steps).
+ *  - q8 / q4: bit-identical to the reference (integer dots, same float steps); bf16g (row
+ *    groups) too: one fma chain per output in column order in every kernel (matmul.h).
  *  - every tier: bit-identical across row splits, and the result for a token does not depend
  *    on T (one call of T tokens == T calls of one token), except HY_ACT_BF16 which only
  *    applies from HY_MATMUL_GEMM_MIN_T tokens on. */
@@ -93,6 +94,15 @@ static owned_mat make_mat(hy_wfmt f, const float *w, int rows, int cols, int bs0
         uint16_t *p = hy_calloc_aligned(n, 2);
         for (size_t i = 0; i < n; i++) p[i] = f == HY_WFMT_BF16 ? hy_f32_to_bf16(w[i]) : hy_f32_to_f16(w[i]);
         o.data = p;
+        break;
+    }
+    case HY_WFMT_BF16G: {
+        uint16_t *b = malloc(n * 2 + 2);
+        for (size_t i = 0; i < n; i++) b[i] = hy_f32_to_bf16(w[i]);
+        o.data = hy_calloc_aligned(hy_wfmt_bytes(f, rows, cols), 1);
+        memset(o.data, 0xab, hy_wfmt_bytes(f, rows, cols)); /* every byte written by the grouping */
+        hy_mat_group_rows(o.data, b, rows, cols, 0, rows);
+        free(b);
         break;
     }
     case HY_WFMT_FP8: {
@@ -222,7 +232,7 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                 free(yk);
                 free(xz);
             }
-            if (q) {
+            if (q || f == HY_WFMT_BF16G) {
                 if (memcmp(y, yref, sizeof(float) * (size_t)T * ldy)) {
                     for (int i = 0; i < T * ldy; i++)
                         if (y[i] != yref[i]) {
@@ -300,7 +310,8 @@ static void test_formats(void **st) {
     printf("%ld cases x %d tiers; worst |y - ref| in units of 2^-24·Σ|w·x| (bound (K/8+8)·2, bf16 act K+K/8+8):\n",
            S.cases, n_tiers);
     for (int f = 0; f < HY_WFMT_COUNT; f++) {
-        if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4) printf("  %-5s bit-identical to the reference\n", hy_wfmt_name((hy_wfmt)f));
+        if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4 || f == HY_WFMT_BF16G)
+            printf("  %-5s bit-identical to the reference\n", hy_wfmt_name((hy_wfmt)f));
         else
             printf("  %-5s fp32 act %.3g, bf16 act %.3g\n", hy_wfmt_name((hy_wfmt)f), S.worst_ratio[f][0],
                    S.worst_ratio[f][1]);

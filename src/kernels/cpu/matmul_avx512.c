@@ -38,6 +38,13 @@ typedef __m512i vi;
 /* one-token calls on bf16 panel matrices: gemv_bf16_panels (matmul_simd.inc) */
 #define MM_BF16_T1_PANEL_WALK 1
 #define MM_NT_V 4
+/* BF16 row groups (HY_WFMT_BF16G): computed (tests), not asked of the loader on this tier */
+#define MM_BF16_GROUPS 0
+#define MM_G_NG 2
+#define MM_G_NG1 1
+#define MM_G_NT 8
+#define MM_G_MC 128
+#define MM_G_NB 32
 #define MM_Q_NV1 1
 #define MM_Q_NV2 4
 #define MM_Q_NT 2
@@ -167,8 +174,10 @@ static inline void vi_store_i8(int8_t *p, vi a) { _mm_storeu_si128((__m128i *)p,
 
 hy_matmul_fn hy_matmul_avx512(void) { return mm_simd; }
 bool hy_matmul_avx512_panel_walk(void) { return MM_BF16_T1_PANEL_WALK; }
+bool hy_matmul_avx512_bf16_groups(void) { return MM_BF16_GROUPS; }
 
 #else
 hy_matmul_fn hy_matmul_avx512(void) { return NULL; }
 bool hy_matmul_avx512_panel_walk(void) { return false; }
+bool hy_matmul_avx512_bf16_groups(void) { return false; }
 #endif

@@ -32,6 +32,7 @@ const char *hy_wfmt_name(hy_wfmt f) {
     case HY_WFMT_FP8: return "fp8";
     case HY_WFMT_Q8: return "q8";
     case HY_WFMT_Q4: return "q4";
+    case HY_WFMT_BF16G: return "bf16g";
     default: return "?";
     }
 }
@@ -50,11 +51,21 @@ size_t hy_matmul_scratch_bytes(int max_cols) {
     return ALIGN_UP(n, 64) + HY_MATMUL_SCRATCH_HDR;
 }
 
-int hy_matmul_row_align(hy_wfmt fmt) { return fmt == HY_WFMT_Q8 || fmt == HY_WFMT_Q4 ? HY_Q_ROWS : 8; }
+int hy_matmul_row_align(hy_wfmt fmt) {
+    return fmt == HY_WFMT_Q8 || fmt == HY_WFMT_Q4 ? HY_Q_ROWS : fmt == HY_WFMT_BF16G ? HY_G_ROWS : 8;
+}
 
 int hy_matmul_min_rows(const hy_mat *W, hy_isa isa) {
     const int a = hy_matmul_row_align(W->fmt), m = W->panel && hy_matmul_panel_walk(isa) ? HY_PANEL_ROWS : a;
     return (m + a - 1) / a * a;
+}
+
+bool hy_matmul_bf16_groups(hy_isa isa) {
+    switch (isa) {
+    case HY_ISA_AVX2: return hy_matmul_avx2_bf16_groups();
+    case HY_ISA_AVX512: return hy_matmul_avx512_bf16_groups();
+    default: return false;
+    }
 }
 
 bool hy_matmul_panel_walk(hy_isa isa) {
@@ -93,6 +104,7 @@ size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols) {
     case HY_WFMT_BF16:
     case HY_WFMT_F16: return (size_t)(rows * cols * 2);
     case HY_WFMT_FP8: return (size_t)(rows * cols + ((rows + 127) / 128) * ((cols + 127) / 128) * 4);
+    case HY_WFMT_BF16G: return (size_t)((rows + HY_G_ROWS - 1) / HY_G_ROWS) * (size_t)((cols + 1) / 2) * HY_G_ROWS * 4;
     case HY_WFMT_Q8:
     case HY_WFMT_Q4: {
         const size_t nb = (size_t)hy_q_blocks((int)rows), G = (size_t)hy_q_groups((int)cols);
@@ -107,6 +119,7 @@ size_t hy_mat_data_offset(const hy_mat *W, int r) {
     case HY_WFMT_Q8:
     case HY_WFMT_Q4: return (size_t)hy_q_blocks(r) * (size_t)hy_q_groups(W->cols) * hy_q_record_bytes(W->fmt);
     case HY_WFMT_FP8: return (size_t)r * (size_t)W->cols;
+    case HY_WFMT_BF16G: return hy_wfmt_bytes(HY_WFMT_BF16G, r, W->cols);
     /* BF16 panels: where the rows start in the first panel, the part read first */
     case HY_WFMT_BF16: return (size_t)r * hy_mat_ld(W, 0) * 2;
     default: return hy_wfmt_bytes(W->fmt, r, W->cols); /* F32 / F16: row-major, nothing else */
@@ -120,6 +133,24 @@ void hy_mat_panelize_rows(uint16_t *dst, const uint16_t *src, int rows, int cols
             k1 = hy_mat_run_end(&W, k0);
             memcpy((void *)hy_mat_elem(&W, r, k0, 2), src + (size_t)r * (size_t)cols + k0, (size_t)(k1 - k0) * 2);
         }
+}
+
+void hy_mat_group_rows(uint16_t *dst, const uint16_t *src, int rows, int cols, int r0, int r1) {
+    const size_t np = (size_t)(cols + 1) / 2;
+    HY_ASSERT(r0 % HY_G_ROWS == 0 && (r1 % HY_G_ROWS == 0 || r1 == rows));
+    const int g1 = (r1 + HY_G_ROWS - 1) / HY_G_ROWS;
+    for (int g = r0 / HY_G_ROWS; g < g1; g++) {
+        uint16_t *d = dst + (size_t)g * np * HY_G_ROWS * 2;
+        for (size_t j = 0; j < np; j++)
+            for (int i = 0; i < HY_G_ROWS; i++) {
+                const int r = g * HY_G_ROWS + i;
+                const size_t k = 2 * j;
+                uint16_t *p = d + (j * HY_G_ROWS + (size_t)i) * 2;
+                const uint16_t *s = src + (size_t)(r - r0) * (size_t)cols;
+                p[0] = r < rows ? s[k] : 0;
+                p[1] = r < rows && (int)k + 1 < cols ? s[k + 1] : 0;
+            }
+    }
 }
 
 size_t hy_mat_bytes(const hy_mat *W) {
@@ -178,6 +209,12 @@ void hy_mat_row_f32(const hy_mat *W, int r, float *dst) {
             const int k1 = n - k0 < W->bs1 ? n : k0 + W->bs1;
             for (int k = k0; k < k1; k++) dst[k] = lut[p[k]] * s;
         }
+        break;
+    }
+    case HY_WFMT_BF16G: {
+        const uint16_t *g = (const uint16_t *)W->data +
+                            ((size_t)(r / HY_G_ROWS) * (size_t)((n + 1) / 2) * HY_G_ROWS + (size_t)(r % HY_G_ROWS)) * 2;
+        for (int k = 0; k < n; k++) dst[k] = hy_bf16_to_f32(g[(size_t)(k / 2) * HY_G_ROWS * 2 + (size_t)(k & 1)]);
         break;
     }
     case HY_WFMT_Q8:
@@ -275,6 +312,22 @@ void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float
         return;
     }
     const bool bf16 = HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T;
+    if (W->fmt == HY_WFMT_BF16G) {
+        /* one fma chain per output over the columns in order (matmul.h): the SIMD tiers' bits */
+        const size_t np = (size_t)(n + 1) / 2;
+        for (int o = o0; o < o1; o++) {
+            const uint16_t *g = (const uint16_t *)W->data + ((size_t)(o / HY_G_ROWS) * np * HY_G_ROWS + (size_t)(o % HY_G_ROWS)) * 2;
+            for (int t = 0; t < T; t++) {
+                const float *xt = x + (size_t)t * ldx;
+                float acc = 0.0f;
+                for (int k = 0; k < n; k++)
+                    acc = fmaf(hy_bf16_to_f32(g[(size_t)(k / 2) * HY_G_ROWS * 2 + (size_t)(k & 1)]),
+                               bf16 ? hy_round_bf16(xt[k]) : xt[k], acc);
+                put(y + (size_t)t * ldy + o, acc, accumulate);
+            }
+        }
+        return;
+    }
     float *row = scratch;
     if (W->fmt == HY_WFMT_FP8 && !bf16) {
         /* e4m3 codes times x already multiplied by the block scales (matmul.h) */
