@@ -7,7 +7,8 @@
  *   F32 / BF16 / F16  [rows][cols] row-major, read in place from the checkpoint mmap.
  *                     BF16 checkpoint matrices of more than HY_PANEL_COLS columns that the loader
  *                     copies into memory (model/linears.c) are stored in column panels instead
- *                     (hy_mat.panel, below).
+ *                     (hy_mat.panel, below), or, on tiers that ask for it, every copied BF16
+ *                     matrix in row groups (BF16G, below).
  *   FP8               e4m3fn [rows][cols] row-major + fp32 block scales ("weight_scale_inv",
  *                     blocks of bs0 x bs1, normally 128 x 128) as in the official *-FP8
  *                     checkpoints; either read in place or produced at load.
@@ -36,7 +37,9 @@
  *   (output, token) that depends only on the number of columns: never on T, on the row range,
  *   or on the thread, so results are bit-identical across thread counts and batch sizes.
  *   (HY_ACT_BF16 on AVX-512 BF16 has its own order, one fp32 chain of vdpbf16ps steps over
- *   the column pairs: kernels/cpu/matmul_gemm.inc. It too depends on the column count only.)
+ *   the column pairs: kernels/cpu/matmul_gemm.inc. It too depends on the column count only.
+ *   BF16G, the row-group layout below, fixes the order for every kernel: one fma chain per
+ *   output in column order, so its results are bit-identical across tiers too.)
  *
  * Threading: a call computes rows [o0, o1) for all T tokens and touches only those outputs
  * and its own scratch (hy_matmul_scratch_bytes, one buffer per thread). Callers split rows;

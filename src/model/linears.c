@@ -253,7 +253,6 @@ static void own_free(struct hy_lin_buf *b) {
 
 typedef struct conv_job {
     const hy_mat *src;
-    bool groups;      /* BF16 target in row groups */
     hy_mat *dst;
     void *data;       /* destination arrays (mutable views of dst's) */
     float *scale;
@@ -272,7 +271,11 @@ static void conv_run(void *arg, int ith, int nth) {
     hy_split_range(n_units, ith, nth, &u0, &u1);
     if (u1 <= u0) return;
     float *tmp = malloc(sizeof(float) * (size_t)unit * (size_t)cols);
-    if (!tmp) {
+    /* row groups: the unit's rows rounded to bf16 row-major first, then grouped from there */
+    uint16_t *rm = j->dst->fmt == HY_WFMT_BF16G ? malloc(sizeof(uint16_t) * (size_t)unit * (size_t)cols) : NULL;
+    if (!tmp || (j->dst->fmt == HY_WFMT_BF16G && !rm)) {
+        free(tmp);
+        free(rm);
         atomic_fetch_add(&j->nomem, 1);
         return;
     }
@@ -284,13 +287,12 @@ static void conv_run(void *arg, int ith, int nth) {
         switch (j->dst->fmt) {
         case HY_WFMT_BF16:
         case HY_WFMT_BF16G: {
-            /* row groups: rounded in place over the staging rows, then grouped from there */
-            uint16_t *d = j->dst->fmt == HY_WFMT_BF16G ? (uint16_t *)tmp : (uint16_t *)j->data + (size_t)r0 * cols;
+            uint16_t *d = rm ? rm : (uint16_t *)j->data + (size_t)r0 * cols;
             for (size_t i = 0; i < (size_t)nr * cols; i++) {
                 if (!isfinite(tmp[i])) bad++;
                 d[i] = hy_f32_to_bf16(tmp[i]);
             }
-            if (j->dst->fmt == HY_WFMT_BF16G) hy_mat_group_rows(j->data, d, rows, cols, r0, r0 + nr);
+            if (rm) hy_mat_group_rows(j->data, rm, rows, cols, r0, r0 + nr);
             break;
         }
         case HY_WFMT_FP8:
@@ -306,6 +308,7 @@ static void conv_run(void *arg, int ith, int nth) {
         }
     }
     free(tmp);
+    free(rm);
     if (bad) atomic_fetch_add(&j->bad, bad);
 }
 
@@ -413,13 +416,9 @@ static void panel_run(void *arg, int ith, int nth) {
     if (b > a) hy_mat_panelize_rows(j->dst, j->src, j->rows, j->cols, j->r0 + a, j->r0 + b);
 }
 
-/* Rows [r0, r1) of a bf16 matrix (src: row r0) into the row groups of dst, whole groups per
- * thread. */
-typedef struct group_job {
-    const uint16_t *src;
-    uint16_t *dst;
-    int rows, cols, r0, r1;
-} group_job;
+/* Rows [r0, r1) of a bf16 matrix into the row groups of dst, whole groups per thread; the
+ * fields of panel_job, but src points at row r0 (a slice of the source). */
+typedef panel_job group_job;
 
 static void group_run(void *arg, int ith, int nth) {
     const group_job *j = arg;

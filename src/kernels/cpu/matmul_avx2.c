@@ -55,11 +55,11 @@ typedef __m256i vi;
 #define MM_NT_V 2
 /* BF16 row groups (HY_WFMT_BF16G): the loader copies bf16 matrices into them on this tier.
  * Tiles of one group (2 vectors) x 6 tokens, 12 accumulators, 2 weight loads and 6
- * broadcasts per 12 FMAs; one token: 2 groups (4 chains, two sequential streams). Zen 3, one
+ * broadcasts per 12 FMAs; 1-3 tokens: 2 groups (two sequential streams). Zen 3, one
  * thread, the same kernel file on row-major / panel bf16 and on groups alternated in one
  * process: T = 512 1.31-1.48x (0.8B and 27B MLP shapes), bf16 activations 1.28-1.38x; T = 1
  * from DRAM 1.15-1.27x (0.90-1.04x with one group per tile: one chain pair per stream was
- * bound by the FMA latency). */
+ * bound by the FMA latency; T = 2 from L3 likewise 0.62x). */
 #define MM_BF16_GROUPS 1
 #define MM_G_NG 2
 #define MM_G_NG1 2
