@@ -54,18 +54,20 @@ typedef __m256i vi;
 #define MM_BF16_T1_PANEL_WALK 0
 #define MM_NT_V 2
 /* BF16 row groups (HY_WFMT_BF16G): the loader copies bf16 matrices into them on this tier.
- * Tiles of one group (2 vectors) x 6 tokens, 12 accumulators, 2 weight loads and 6
- * broadcasts per 12 FMAs; 1-3 tokens: 2 groups (two sequential streams). Zen 3, one
- * thread, the same kernel file on row-major / panel bf16 and on groups alternated in one
- * process: T = 512 1.31-1.48x (0.8B and 27B MLP shapes), bf16 activations 1.28-1.38x; T = 1
- * from DRAM 1.15-1.27x (0.90-1.04x with one group per tile: one chain pair per stream was
- * bound by the FMA latency; T = 2 from L3 likewise 0.62x). */
+ * Tiles of one group (2 vectors) x 5 tokens, 10 accumulators, 2 weight loads and 5
+ * broadcasts per 10 FMAs (6 tokens: GCC 12 spilled 3 values in the loop, 5-8% slower, one
+ * thread, T = 512, alternated in one process 3 rounds); 1-3 tokens: 2 groups (two sequential
+ * streams). Zen 3, one thread, the same kernel file on row-major / panel bf16 and on groups
+ * alternated in one process (6-token tiles then): T = 512 1.31-1.48x (0.8B and 27B MLP
+ * shapes), bf16 activations 1.28-1.38x; T = 1 from DRAM 1.15-1.27x (0.90-1.04x with one group
+ * per tile: one chain pair per stream was bound by the FMA latency; T = 2 from L3 likewise
+ * 0.62x). With 5-token tiles one thread runs the 27B down_proj at ~90 GFLOP/s. */
 #define MM_BF16_GROUPS 1
 #define MM_G_NG 2
 #define MM_G_NG1 2
-#define MM_G_NT 6
+#define MM_G_NT 5
 #define MM_G_MC 128
-#define MM_G_NB 24
+#define MM_G_NB 20
 #define MM_Q_NV1 2
 #define MM_Q_NV2 2
 #define MM_Q_NT 2
