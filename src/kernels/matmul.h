@@ -8,7 +8,7 @@
  *                     BF16 checkpoint matrices of more than HY_PANEL_COLS columns that the loader
  *                     copies into memory (model/linears.c) are stored in column panels instead
  *                     (hy_mat.panel, below), or, on tiers that ask for it, every copied BF16
- *                     matrix in row groups (BF16G, below).
+ *                     matrix in row groups (BF16G, below); FP8 likewise (FP8G).
  *   FP8               e4m3fn [rows][cols] row-major + fp32 block scales ("weight_scale_inv",
  *                     blocks of bs0 x bs1, normally 128 x 128) as in the official *-FP8
  *                     checkpoints; either read in place or produced at load.
@@ -63,10 +63,11 @@ typedef enum hy_wfmt {
     HY_WFMT_Q8,
     HY_WFMT_Q4,
     HY_WFMT_BF16G, /* bf16 in row groups (below) */
+    HY_WFMT_FP8G,  /* fp8 e4m3 in row groups (below), FP8's block scales */
     HY_WFMT_COUNT
 } hy_wfmt;
 
-const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" "bf16g" */
+const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" "bf16g" "fp8g" */
 
 #define HY_Q_ROWS 16  /* rows per packed q8/q4 block */
 #define HY_Q_GROUP 32 /* columns per quantization group */
@@ -111,6 +112,17 @@ const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" "bf16
  * than the inner-product tiles, which load a vector of the token too for every one of weights.
  */
 #define HY_G_ROWS 16
+/*
+ * FP8 row groups (HY_WFMT_FP8G): the e4m3 codes of FP8 in groups of HY_G_ROWS rows (zero
+ * rows and columns pad to whole groups and column quads): quad q of group g is 64 bytes at
+ * data + (g·ceil(K/4) + q)·64, byte 4i + j = row HY_G_ROWS·g + i, column 4q + j; block scales
+ * as FP8 (scale, bs0 a multiple of HY_G_ROWS, bs1 of 32). 32 bytes are 8 rows x 4 columns,
+ * which the FP8 kernels' shift / AND conversion turns into four vectors of 8 rows of one
+ * column each: the outer-product form of BF16G. Order (every kernel, any T): per (row, token)
+ * one fp32 chain over the columns in order, acc = fma(e4m3(o,k), fl32(scale(o,k)·x(t,k)),
+ * acc) (the FP8 semantics above; HY_ACT_BF16 is not applied: exact). Asked for with BF16G
+ * (hy_matmul_bf16_groups).
+ */
 /* Rows of a panel the one-token GEMV reads before moving to the next panel (fewer when the call
  * has fewer): callers splitting rows hand out at least this many at a time where they can. */
 #define HY_PANEL_ROWS 256
@@ -184,6 +196,12 @@ bool hy_matmul_avx512_bf16_groups(void);
  * groups dst (hy_wfmt_bytes(HY_WFMT_BF16G, rows, cols) bytes, all of it), padding rows and the
  * odd column's partner zero. */
 void hy_mat_group_rows(uint16_t *dst, const uint16_t *src, int rows, int cols, int r0, int r1);
+/* The same for FP8 codes into FP8G (hy_wfmt_bytes(HY_WFMT_FP8G, rows, cols) less the scales). */
+void hy_mat_group_rows_fp8(uint8_t *dst, const uint8_t *src, int rows, int cols, int r0, int r1);
+/* Bytes of the codes of an FP8G matrix (without the scales). */
+static inline size_t hy_fp8g_code_bytes(int rows, int cols) {
+    return (size_t)((rows + HY_G_ROWS - 1) / HY_G_ROWS) * HY_G_ROWS * (size_t)((cols + 3) / 4) * 4;
+}
 
 /* Scalar reference of the contract above (the "ref" tier). */
 void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,

@@ -271,9 +271,10 @@ static void conv_run(void *arg, int ith, int nth) {
     hy_split_range(n_units, ith, nth, &u0, &u1);
     if (u1 <= u0) return;
     float *tmp = malloc(sizeof(float) * (size_t)unit * (size_t)cols);
-    /* row groups: the unit's rows rounded to bf16 row-major first, then grouped from there */
-    uint16_t *rm = j->dst->fmt == HY_WFMT_BF16G ? malloc(sizeof(uint16_t) * (size_t)unit * (size_t)cols) : NULL;
-    if (!tmp || (j->dst->fmt == HY_WFMT_BF16G && !rm)) {
+    /* row groups: the unit's rows converted row-major first (bf16 or fp8 codes), then grouped */
+    const bool grouped = j->dst->fmt == HY_WFMT_BF16G || j->dst->fmt == HY_WFMT_FP8G;
+    uint16_t *rm = grouped ? malloc(sizeof(uint16_t) * (size_t)unit * (size_t)cols) : NULL;
+    if (!tmp || (grouped && !rm)) {
         free(tmp);
         free(rm);
         atomic_fetch_add(&j->nomem, 1);
@@ -296,9 +297,12 @@ static void conv_run(void *arg, int ith, int nth) {
             break;
         }
         case HY_WFMT_FP8:
-            bad += hy_fp8_quant_rows(tmp, nr, cols, FP8_BLOCK, (uint8_t *)j->data + (size_t)r0 * cols,
-                                     j->scale + (size_t)u * nbc);
+        case HY_WFMT_FP8G: {
+            uint8_t *d = rm ? (uint8_t *)rm : (uint8_t *)j->data + (size_t)r0 * cols;
+            bad += hy_fp8_quant_rows(tmp, nr, cols, FP8_BLOCK, d, j->scale + (size_t)u * nbc);
+            if (rm) hy_mat_group_rows_fp8(j->data, d, rows, cols, r0, r0 + nr);
             break;
+        }
         default: {
             const int b = hy_q_pack_block(j->dst->fmt, tmp, nr, cols, u, j->data, j->gscale, j->scale);
             if (b < 0) atomic_fetch_add(&j->nomem, 1);
@@ -356,9 +360,10 @@ static int convert(hy_linears *L, const hy_mat *src, hy_wfmt tf, hy_mat *dst, hy
         j.data = own(L, hy_wfmt_bytes(tf, rows, cols), 1);
         j.unit = 64; /* whole row groups */
         break;
-    case HY_WFMT_FP8: {
+    case HY_WFMT_FP8:
+    case HY_WFMT_FP8G: {
         const size_t nbr = (size_t)(rows + FP8_BLOCK - 1) / FP8_BLOCK, nbc = (size_t)(cols + FP8_BLOCK - 1) / FP8_BLOCK;
-        j.data = own(L, (size_t)rows * cols, 1);
+        j.data = own(L, tf == HY_WFMT_FP8G ? hy_fp8g_code_bytes(rows, cols) : (size_t)rows * cols, 1);
         j.scale = own(L, nbr * nbc, sizeof(float));
         j.unit = FP8_BLOCK;
         dst->bs0 = dst->bs1 = FP8_BLOCK;
@@ -416,9 +421,14 @@ static void panel_run(void *arg, int ith, int nth) {
     if (b > a) hy_mat_panelize_rows(j->dst, j->src, j->rows, j->cols, j->r0 + a, j->r0 + b);
 }
 
-/* Rows [r0, r1) of a bf16 matrix into the row groups of dst, whole groups per thread; the
- * fields of panel_job, but src points at row r0 (a slice of the source). */
-typedef panel_job group_job;
+/* Rows [r0, r1) of a bf16 (or fp8) matrix into the row groups of dst, whole groups per thread;
+ * src points at row r0 (a slice of the source). */
+typedef struct group_job {
+    const void *src;
+    void *dst;
+    int rows, cols, r0, r1;
+    bool fp8; /* FP8G codes, else BF16G */
+} group_job;
 
 static void group_run(void *arg, int ith, int nth) {
     const group_job *j = arg;
@@ -426,7 +436,10 @@ static void group_run(void *arg, int ith, int nth) {
     int a, b;
     hy_split_range(ng, ith, nth, &a, &b);
     const int r0 = j->r0 + a * HY_G_ROWS, r1 = j->r0 + b * HY_G_ROWS < j->r1 ? j->r0 + b * HY_G_ROWS : j->r1;
-    if (r1 > r0) hy_mat_group_rows(j->dst, j->src + (size_t)(r0 - j->r0) * j->cols, j->rows, j->cols, r0, r1);
+    if (r1 <= r0) return;
+    const size_t off = (size_t)(r0 - j->r0) * (size_t)j->cols;
+    if (j->fp8) hy_mat_group_rows_fp8(j->dst, (const uint8_t *)j->src + off, j->rows, j->cols, r0, r1);
+    else hy_mat_group_rows(j->dst, (const uint16_t *)j->src + off, j->rows, j->cols, r0, r1);
 }
 
 static void copy_run(void *arg, int ith, int nth) {
@@ -454,8 +467,11 @@ static void drop_copied(const hy_model *m, const unsigned char *src, size_t *don
 static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat *dst, bool groups, hy_threadpool *tp,
                    hy_err *err) {
     const size_t bytes = data_bytes(t);
+    const bool g8 = groups && dst->fmt == HY_WFMT_FP8 && dst->bs0 % HY_G_ROWS == 0;
     groups = groups && dst->fmt == HY_WFMT_BF16;
-    const size_t own_bytes = groups ? hy_wfmt_bytes(HY_WFMT_BF16G, dst->rows, dst->cols) : bytes;
+    const size_t own_bytes = groups ? hy_wfmt_bytes(HY_WFMT_BF16G, dst->rows, dst->cols)
+                             : g8   ? hy_fp8g_code_bytes(dst->rows, dst->cols)
+                                    : bytes;
     unsigned char *p = own(L, own_bytes, 1);
     if (!p)
         return hy_err_set(err, HY_E_NOMEM, "weights: out of memory copying %s (%zu bytes) out of the mmap",
@@ -463,19 +479,19 @@ static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat 
     /* in slices, each let go once copied: the peak holds one slice twice, not the matrix */
     const size_t slice = (size_t)32 << 20;
     size_t done = 0;
-    if (groups) {
-        /* BF16 in row groups (kernels/matmul.h), slices of whole groups */
-        const size_t row_bytes = (size_t)dst->cols * 2;
+    if (groups || g8) {
+        /* BF16 or FP8 codes in row groups (kernels/matmul.h), slices of whole groups (FP8: the
+         * scales stay where they are) */
+        const size_t row_bytes = (size_t)dst->cols * (g8 ? 1 : 2);
         int step = (int)(slice / row_bytes) / HY_G_ROWS * HY_G_ROWS;
         if (step < HY_G_ROWS) step = HY_G_ROWS;
         for (int r = 0; r < dst->rows; r += step) {
-            group_job j = {.src = (const uint16_t *)t->data + (size_t)r * dst->cols, .dst = (uint16_t *)p,
-                           .rows = dst->rows, .cols = dst->cols, .r0 = r,
-                           .r1 = dst->rows - r < step ? dst->rows : r + step};
+            group_job j = {.src = (const uint8_t *)t->data + (size_t)r * row_bytes, .dst = p, .rows = dst->rows,
+                           .cols = dst->cols, .r0 = r, .r1 = dst->rows - r < step ? dst->rows : r + step, .fp8 = g8};
             run_job(tp, group_run, &j);
             drop_copied(m, t->data, &done, (size_t)j.r1 * row_bytes);
         }
-        dst->fmt = HY_WFMT_BF16G;
+        dst->fmt = g8 ? HY_WFMT_FP8G : HY_WFMT_BF16G;
     } else if (dst->fmt == HY_WFMT_BF16 && hy_panel_wanted(dst->cols)) {
         /* BF16 with long rows: column panels (kernels/matmul.h), slices of whole rows */
         const size_t row_bytes = (size_t)dst->cols * 2;
@@ -528,8 +544,10 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         if (tf == stored_fmt(s[i].src)) {
             inplace += data_bytes(s[i].src);
             if (groups && tf == HY_WFMT_BF16) group_pad += hy_wfmt_bytes(HY_WFMT_BF16G, rows, cols) - data_bytes(s[i].src);
+            if (groups && tf == HY_WFMT_FP8) group_pad += hy_fp8g_code_bytes((int)rows, (int)cols) - data_bytes(s[i].src);
         } else {
-            converted += hy_wfmt_bytes(groups && tf == HY_WFMT_BF16 ? HY_WFMT_BF16G : tf, rows, cols) + 3 * 64;
+            const hy_wfmt g = !groups ? tf : tf == HY_WFMT_BF16 ? HY_WFMT_BF16G : tf == HY_WFMT_FP8 ? HY_WFMT_FP8G : tf;
+            converted += hy_wfmt_bytes(g, rows, cols) + 3 * 64;
         }
     }
     const bool copy = inplace && want_copy(res, inplace);
@@ -546,6 +564,7 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         const hy_wfmt sf = stored_fmt(t);
         hy_wfmt tf = target_fmt(&s[i], req, flags);
         if (groups && tf == HY_WFMT_BF16 && sf != HY_WFMT_BF16) tf = HY_WFMT_BF16G; /* converted: into groups */
+        if (groups && tf == HY_WFMT_FP8 && sf != HY_WFMT_FP8) tf = HY_WFMT_FP8G;
         const bool tied = s[i].cls == HY_WCLASS_LM_HEAD && m->w.lm_head_tied;
         int64_t owned = 0;
         hy_mat src;

@@ -40,9 +40,10 @@ const char *hy_wreq_name(hy_wreq r);
 #define HY_QUANT_LM_HEAD 1u /* lm_head follows the request too */
 #define HY_QUANT_GDN_AB 2u  /* linear_attn.in_proj_a / in_proj_b follow the request too */
 #define HY_QUANT_ALL (HY_QUANT_LM_HEAD | HY_QUANT_GDN_AB)
-/* BF16 matrices that are copied or converted go into row groups (HY_WFMT_BF16G, same values):
- * set by the forward context where its kernel tier reads those faster (hy_matmul_bf16_groups).
- * Matrices read from the mmap stay row-major. */
+/* BF16 and FP8 matrices that are copied or converted go into row groups (HY_WFMT_BF16G /
+ * HY_WFMT_FP8G, same values; FP8 with scale blocks of a multiple of 16 rows): set by the forward
+ * context where its kernel tier reads those faster (hy_matmul_bf16_groups). Matrices read from
+ * the mmap stay row-major. */
 #define HY_LIN_BF16_GROUPS 4u
 
 /* Where matrices used as stored (no conversion) are read from. Decode streams them once per

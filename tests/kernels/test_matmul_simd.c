@@ -11,8 +11,8 @@
  *    kernel sums each output in ONE chain over the columns (matmul_gemm.inc), so the bound
  *    there is (K + ceil(K/8) + 8) · 2^-24 · Σ|w x|. The worst observed ratio
  *    err / (2^-24 · Σ|w x|) is printed.
- *  - q8 / q4: bit-identical to the reference (integer dots, same float steps); bf16g (row
- *    groups) too: one fma chain per output in column order in every kernel (matmul.h).
+ *  - q8 / q4: bit-identical to the reference (integer dots, same float steps); bf16g and fp8g
+ *    (row groups) too: one fma chain per output in column order in every kernel (matmul.h).
  *  - every tier: bit-identical across row splits, and the result for a token does not depend
  *    on T (one call of T tokens == T calls of one token), except HY_ACT_BF16 which only
  *    applies from HY_MATMUL_GEMM_MIN_T tokens on. */
@@ -105,7 +105,8 @@ static owned_mat make_mat(hy_wfmt f, const float *w, int rows, int cols, int bs0
         free(b);
         break;
     }
-    case HY_WFMT_FP8: {
+    case HY_WFMT_FP8:
+    case HY_WFMT_FP8G: {
         const int nbr = (rows + bs0 - 1) / bs0, nbc = (cols + bs1 - 1) / bs1;
         uint8_t *p = hy_calloc_aligned(n, 1);
         o.scale = hy_calloc_aligned((size_t)nbr * nbc, 4);
@@ -113,6 +114,13 @@ static owned_mat make_mat(hy_wfmt f, const float *w, int rows, int cols, int bs0
             const int r0 = rb * bs0, nr = rows - r0 < bs0 ? rows - r0 : bs0;
             assert_int_equal(hy_fp8_quant_rows(w + (size_t)r0 * cols, nr, cols, bs1, p + (size_t)r0 * cols,
                                                o.scale + (size_t)rb * nbc), 0);
+        }
+        if (f == HY_WFMT_FP8G) { /* the same codes in row groups */
+            uint8_t *g = hy_calloc_aligned(hy_fp8g_code_bytes(rows, cols), 1);
+            memset(g, 0xab, hy_fp8g_code_bytes(rows, cols)); /* every byte written by the grouping */
+            hy_mat_group_rows_fp8(g, p, rows, cols, 0, rows);
+            hy_free(p);
+            p = g;
         }
         o.data = p;
         o.m.bs0 = bs0;
@@ -232,7 +240,7 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                 free(yk);
                 free(xz);
             }
-            if (q || f == HY_WFMT_BF16G) {
+            if (q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) {
                 if (memcmp(y, yref, sizeof(float) * (size_t)T * ldy)) {
                     for (int i = 0; i < T * ldy; i++)
                         if (y[i] != yref[i]) {
@@ -310,12 +318,26 @@ static void test_formats(void **st) {
     printf("%ld cases x %d tiers; worst |y - ref| in units of 2^-24·Σ|w·x| (bound (K/8+8)·2, bf16 act K+K/8+8):\n",
            S.cases, n_tiers);
     for (int f = 0; f < HY_WFMT_COUNT; f++) {
-        if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4 || f == HY_WFMT_BF16G)
+        if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4 || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)
             printf("  %-5s bit-identical to the reference\n", hy_wfmt_name((hy_wfmt)f));
         else
             printf("  %-5s fp32 act %.3g, bf16 act %.3g\n", hy_wfmt_name((hy_wfmt)f), S.worst_ratio[f][0],
                    S.worst_ratio[f][1]);
     }
+}
+
+/* Row groups past one GEMM row block (128 rows) and column block (512 columns), split at rows
+ * inside a group, several FP8 scale blocks per group row: bit-identical to the reference, and
+ * the GEMM (T = 40, 70) equal to the GEMV token by token (check_case). */
+static void test_row_groups_big(void **st) {
+    (void)st;
+    if (!n_tiers) skip();
+    stats S;
+    memset(&S, 0, sizeof S);
+    check_case(&S, HY_WFMT_BF16G, 300, 1101, 40, 0, 0, 901);
+    check_case(&S, HY_WFMT_FP8G, 300, 1100, 40, 128, 128, 902);
+    check_case(&S, HY_WFMT_FP8G, 272, 1100, 70, 16, 544, 903);
+    printf("row groups: 3 cases past one block, bit-identical to the reference\n");
 }
 
 /* The activation quantizer: round trip within half a step, NaN/Inf poison only their group. */
@@ -554,6 +576,7 @@ int main(void) {
         cmocka_unit_test(test_quant_act),
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_row_groups_big),
         cmocka_unit_test(test_fp8_codes),
         cmocka_unit_test(test_fp8_large_x),
         cmocka_unit_test(test_bf16_panels),

@@ -43,6 +43,7 @@ typedef __m512i vi;
 #define MM_G_NG 2
 #define MM_G_NG1 1
 #define MM_G_NT 8
+#define MM_G8_NT 4 /* FP8G tiles: tokens (t and u of each vector stay in registers) */
 #define MM_G_MC 128
 #define MM_G_NB 32
 #define MM_Q_NV1 1
@@ -122,6 +123,16 @@ static inline void vf_fp8x_quad(vi d, vf w[4]) {
     w[1] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(t, 16), m));
     w[2] = _mm512_castsi512_ps(_mm512_and_si512(u, m));
     w[3] = _mm512_castsi512_ps(_mm512_and_si512(t, m));
+}
+/* vf_fp8x_quad in two steps, for the FP8G tiles (which keep t and u, not four vectors):
+ * column j of the 4 (lane l = byte 4l + j) from t and u */
+static inline void vi_fp8x_tu(vi d, vi *t, vi *u) {
+    *t = _mm512_srai_epi16(d, 4);
+    *u = _mm512_srai_epi16(_mm512_slli_epi16(d, 8), 4);
+}
+static inline vf vf_fp8x_col(vi t, vi u, int j) {
+    const vi s = j & 1 ? t : u;
+    return _mm512_castsi512_ps(_mm512_and_si512(j < 2 ? _mm512_slli_epi32(s, 16) : s, _mm512_set1_epi32((int)0x87f00000u)));
 }
 /* the first n < 4·VL bytes, zeros after */
 static inline vi vi_load_u8m(const uint8_t *p, int n) { return _mm512_maskz_loadu_epi8(((__mmask64)1 << n) - 1, p); }

@@ -33,6 +33,7 @@ const char *hy_wfmt_name(hy_wfmt f) {
     case HY_WFMT_Q8: return "q8";
     case HY_WFMT_Q4: return "q4";
     case HY_WFMT_BF16G: return "bf16g";
+    case HY_WFMT_FP8G: return "fp8g";
     default: return "?";
     }
 }
@@ -52,7 +53,9 @@ size_t hy_matmul_scratch_bytes(int max_cols) {
 }
 
 int hy_matmul_row_align(hy_wfmt fmt) {
-    return fmt == HY_WFMT_Q8 || fmt == HY_WFMT_Q4 ? HY_Q_ROWS : fmt == HY_WFMT_BF16G ? HY_G_ROWS : 8;
+    return fmt == HY_WFMT_Q8 || fmt == HY_WFMT_Q4                ? HY_Q_ROWS
+           : fmt == HY_WFMT_BF16G || fmt == HY_WFMT_FP8G ? HY_G_ROWS
+                                                           : 8;
 }
 
 int hy_matmul_min_rows(const hy_mat *W, hy_isa isa) {
@@ -105,6 +108,8 @@ size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols) {
     case HY_WFMT_F16: return (size_t)(rows * cols * 2);
     case HY_WFMT_FP8: return (size_t)(rows * cols + ((rows + 127) / 128) * ((cols + 127) / 128) * 4);
     case HY_WFMT_BF16G: return (size_t)((rows + HY_G_ROWS - 1) / HY_G_ROWS) * (size_t)((cols + 1) / 2) * HY_G_ROWS * 4;
+    case HY_WFMT_FP8G:
+        return hy_fp8g_code_bytes((int)rows, (int)cols) + (size_t)(((rows + 127) / 128) * ((cols + 127) / 128) * 4);
     case HY_WFMT_Q8:
     case HY_WFMT_Q4: {
         const size_t nb = (size_t)hy_q_blocks((int)rows), G = (size_t)hy_q_groups((int)cols);
@@ -120,6 +125,7 @@ size_t hy_mat_data_offset(const hy_mat *W, int r) {
     case HY_WFMT_Q4: return (size_t)hy_q_blocks(r) * (size_t)hy_q_groups(W->cols) * hy_q_record_bytes(W->fmt);
     case HY_WFMT_FP8: return (size_t)r * (size_t)W->cols;
     case HY_WFMT_BF16G: return hy_wfmt_bytes(HY_WFMT_BF16G, r, W->cols);
+    case HY_WFMT_FP8G: return hy_fp8g_code_bytes(r, W->cols);
     /* BF16 panels: where the rows start in the first panel, the part read first */
     case HY_WFMT_BF16: return (size_t)r * hy_mat_ld(W, 0) * 2;
     default: return hy_wfmt_bytes(W->fmt, r, W->cols); /* F32 / F16: row-major, nothing else */
@@ -135,28 +141,36 @@ void hy_mat_panelize_rows(uint16_t *dst, const uint16_t *src, int rows, int cols
         }
 }
 
-void hy_mat_group_rows(uint16_t *dst, const uint16_t *src, int rows, int cols, int r0, int r1) {
-    const size_t np = (size_t)(cols + 1) / 2;
+/* Both row-group layouts hold, per group and per 4-byte unit of columns (2 bf16 or 4 fp8),
+ * HY_G_ROWS rows' units back to back: es = the element size. */
+static void group_rows(unsigned char *dst, const unsigned char *src, int rows, int cols, int r0, int r1, int es) {
     HY_ASSERT(r0 % HY_G_ROWS == 0 && (r1 % HY_G_ROWS == 0 || r1 == rows));
+    const size_t rb = (size_t)cols * (size_t)es, nu = (rb + 3) / 4; /* bytes per row, units per row */
     const int g1 = (r1 + HY_G_ROWS - 1) / HY_G_ROWS;
     for (int g = r0 / HY_G_ROWS; g < g1; g++) {
-        uint16_t *d = dst + (size_t)g * np * HY_G_ROWS * 2;
-        for (size_t j = 0; j < np; j++)
+        unsigned char *d = dst + (size_t)g * nu * HY_G_ROWS * 4;
+        for (size_t q = 0; q < nu; q++)
             for (int i = 0; i < HY_G_ROWS; i++) {
                 const int r = g * HY_G_ROWS + i;
-                const size_t k = 2 * j;
-                uint16_t *p = d + (j * HY_G_ROWS + (size_t)i) * 2;
-                const uint16_t *s = src + (size_t)(r - r0) * (size_t)cols;
-                p[0] = r < rows ? s[k] : 0;
-                p[1] = r < rows && (int)k + 1 < cols ? s[k + 1] : 0;
+                const unsigned char *sr = src + (size_t)(r - r0) * rb;
+                for (size_t b = 0; b < 4; b++) d[(q * HY_G_ROWS + (size_t)i) * 4 + b] = r < rows && 4 * q + b < rb ? sr[4 * q + b] : 0;
             }
     }
 }
 
+void hy_mat_group_rows(uint16_t *dst, const uint16_t *src, int rows, int cols, int r0, int r1) {
+    group_rows((unsigned char *)dst, (const unsigned char *)src, rows, cols, r0, r1, 2);
+}
+
+void hy_mat_group_rows_fp8(uint8_t *dst, const uint8_t *src, int rows, int cols, int r0, int r1) {
+    group_rows(dst, src, rows, cols, r0, r1, 1);
+}
+
 size_t hy_mat_bytes(const hy_mat *W) {
-    if (W->fmt == HY_WFMT_FP8) {
+    if (W->fmt == HY_WFMT_FP8 || W->fmt == HY_WFMT_FP8G) {
         size_t nbr = (size_t)((W->rows + W->bs0 - 1) / W->bs0), nbc = (size_t)((W->cols + W->bs1 - 1) / W->bs1);
-        return (size_t)W->rows * (size_t)W->cols + nbr * nbc * 4;
+        const size_t codes = W->fmt == HY_WFMT_FP8 ? (size_t)W->rows * (size_t)W->cols : hy_fp8g_code_bytes(W->rows, W->cols);
+        return codes + nbr * nbc * 4;
     }
     return hy_wfmt_bytes(W->fmt, W->rows, W->cols);
 }
@@ -182,6 +196,18 @@ static inline int q_value(const hy_mat *W, int r, int k) {
 static inline float q_h(const hy_mat *W, int r, int g) {
     const int G = hy_q_groups(W->cols), b = r / HY_Q_ROWS, j = r % HY_Q_ROWS;
     return hy_f16_to_f32(W->gscale[((size_t)b * G + g) * HY_Q_ROWS + j]);
+}
+
+/* Element (r, k) of a row-group matrix: the bf16 value (BF16G) or the e4m3 code's value
+ * without its scale (FP8G). */
+static float grouped_value(const hy_mat *W, int r, int k) {
+    const size_t g = (size_t)(r / HY_G_ROWS), i = (size_t)(r % HY_G_ROWS);
+    if (W->fmt == HY_WFMT_FP8G) {
+        const size_t nq = (size_t)(W->cols + 3) / 4;
+        return hy_fp8_e4m3_to_f32(((const uint8_t *)W->data)[((g * nq + (size_t)k / 4) * HY_G_ROWS + i) * 4 + (size_t)(k & 3)]);
+    }
+    const size_t np = (size_t)(W->cols + 1) / 2;
+    return hy_bf16_to_f32(((const uint16_t *)W->data)[((g * np + (size_t)k / 2) * HY_G_ROWS + i) * 2 + (size_t)(k & 1)]);
 }
 
 void hy_mat_row_f32(const hy_mat *W, int r, float *dst) {
@@ -211,12 +237,12 @@ void hy_mat_row_f32(const hy_mat *W, int r, float *dst) {
         }
         break;
     }
-    case HY_WFMT_BF16G: {
-        const uint16_t *g = (const uint16_t *)W->data +
-                            ((size_t)(r / HY_G_ROWS) * (size_t)((n + 1) / 2) * HY_G_ROWS + (size_t)(r % HY_G_ROWS)) * 2;
-        for (int k = 0; k < n; k++) dst[k] = hy_bf16_to_f32(g[(size_t)(k / 2) * HY_G_ROWS * 2 + (size_t)(k & 1)]);
+    case HY_WFMT_FP8G:
+        for (int k = 0; k < n; k++) dst[k] = grouped_value(W, r, k) * fp8_scale(W, r, k);
         break;
-    }
+    case HY_WFMT_BF16G:
+        for (int k = 0; k < n; k++) dst[k] = grouped_value(W, r, k);
+        break;
     case HY_WFMT_Q8:
     case HY_WFMT_Q4: {
         const float d = W->scale[r];
@@ -312,20 +338,19 @@ void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float
         return;
     }
     const bool bf16 = HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T;
-    if (W->fmt == HY_WFMT_BF16G) {
-        /* one fma chain per output over the columns in order (matmul.h): the SIMD tiers' bits */
-        const size_t np = (size_t)(n + 1) / 2;
-        for (int o = o0; o < o1; o++) {
-            const uint16_t *g = (const uint16_t *)W->data + ((size_t)(o / HY_G_ROWS) * np * HY_G_ROWS + (size_t)(o % HY_G_ROWS)) * 2;
+    if (W->fmt == HY_WFMT_BF16G || W->fmt == HY_WFMT_FP8G) {
+        /* one fma chain per output over the columns in order (matmul.h): the SIMD tiers' bits;
+         * FP8G: the codes times fl32(scale·x), with either activation mode */
+        const bool f8 = W->fmt == HY_WFMT_FP8G;
+        for (int o = o0; o < o1; o++)
             for (int t = 0; t < T; t++) {
                 const float *xt = x + (size_t)t * ldx;
                 float acc = 0.0f;
                 for (int k = 0; k < n; k++)
-                    acc = fmaf(hy_bf16_to_f32(g[(size_t)(k / 2) * HY_G_ROWS * 2 + (size_t)(k & 1)]),
-                               bf16 ? hy_round_bf16(xt[k]) : xt[k], acc);
+                    acc = fmaf(grouped_value(W, o, k), f8 ? xt[k] * fp8_scale(W, o, k) : bf16 ? hy_round_bf16(xt[k]) : xt[k],
+                               acc);
                 put(y + (size_t)t * ldy + o, acc, accumulate);
             }
-        }
         return;
     }
     float *row = scratch;
