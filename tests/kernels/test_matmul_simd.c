@@ -222,7 +222,7 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
             for (int t = 0; t < T; t++)
                 for (int o2 = 0; o2 < rows; o2++)
                     assert_true(ya[(size_t)t * ldy + o2] == 0.5f + y[(size_t)t * ldy + o2]);
-            if (q || ((f == HY_WFMT_FP8 || f == HY_WFMT_BF16) && act == HY_ACT_F32)) {
+            if (q || ((f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act == HY_ACT_F32)) {
                 /* HY_ACT_KEEP_X: the pieces reuse the activations the first one quantized (FP8:
                  * scaled, per row block; BF16: de-interleaved); a call whose x differs from the previous call's
                  * (another buffer, or another ldx) quantizes again even when told to keep */
