@@ -155,9 +155,12 @@ static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
             free(w);
         }
     } else {
-        const size_t es = f == HY_WFMT_F32 ? 4 : f == HY_WFMT_FP8 ? 1 : 2;
+        const bool f8 = f == HY_WFMT_FP8 || f == HY_WFMT_FP8G;
+        const size_t es = f == HY_WFMT_F32 ? 4 : f8 ? 1 : 2;
         /* row groups: random values in the grouped layout directly (padding included) */
-        const size_t ne = f == HY_WFMT_BF16G ? hy_wfmt_bytes(f, rows, cols) / 2 : n;
+        const size_t ne = f == HY_WFMT_BF16G ? hy_wfmt_bytes(f, rows, cols) / 2
+                          : f == HY_WFMT_FP8G ? hy_fp8g_code_bytes(rows, cols)
+                                              : n;
         b.data_bytes = ne * es;
         b.data = hy_alloc_pages(b.data_bytes);
         if (like) memcpy(b.data, like->data, ne * es);
@@ -169,7 +172,7 @@ static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
                 else if (f == HY_WFMT_F16) ((uint16_t *)b.data)[i] = hy_f32_to_f16(v);
                 else ((uint8_t *)b.data)[i] = hy_fp8_e4m3_encode(v * 448.0f / 0.05f);
             }
-        if (f == HY_WFMT_FP8) {
+        if (f8) {
             const size_t ns = (size_t)((rows + 127) / 128) * ((cols + 127) / 128);
             b.scale = hy_calloc_aligned(ns, 4);
             for (size_t i = 0; i < ns; i++) b.scale[i] = 0.05f / 448.0f;
@@ -284,7 +287,7 @@ int main(int argc, char **argv) {
         {1024, 3584, "0.8B down_proj"}, {3584, 1024, "0.8B gate/up"}, {248320, 1024, "0.8B lm_head"},
         {5120, 17408, "27B down_proj"}, {17408, 5120, "27B gate/up"},
     };
-    static const hy_wfmt fmts[] = {HY_WFMT_BF16, HY_WFMT_BF16G, HY_WFMT_F32, HY_WFMT_F16, HY_WFMT_FP8, HY_WFMT_Q8, HY_WFMT_Q4};
+    static const hy_wfmt fmts[] = {HY_WFMT_BF16, HY_WFMT_BF16G, HY_WFMT_F32, HY_WFMT_F16, HY_WFMT_FP8, HY_WFMT_FP8G, HY_WFMT_Q8, HY_WFMT_Q4};
     const int nshape = quick ? 2 : (int)(sizeof shapes / sizeof shapes[0]);
 
     /* Decode rows are printed at the end, against the best read bandwidth seen over the whole
