@@ -44,6 +44,8 @@ typedef __m512i vi;
 #define MM_G_NG1 1
 #define MM_G_NT 8
 #define MM_G8_NT 4 /* FP8G tiles: tokens (t and u of each vector stay in registers) */
+#define MM_G8_NG1 2 /* FP8G, one token: groups per tile */
+#define MM_G8_PF 0  /* FP8G, one token: no software prefetch (not measured on this tier) */
 #define MM_G_MC 128
 #define MM_G_NB 32
 #define MM_Q_NV1 1
