@@ -2,7 +2,9 @@
  * stream count n (default 1,4,8,16), n sequences each take one token per step in one batched
  * step; tokens/s = n x steps / time, and the ratio to 1 stream (the batched decode reads the
  * weights once per step for all n, so the ratio grows while decode is bandwidth-bound).
- * Times: wall, and process CPU time / threads (the machine may be shared); best of reps.
+ * Times: wall, and process CPU time / threads (the machine may be shared); best of reps, the
+ * stream counts taking turns within each rep; "x paired": median over reps of the ratio to one
+ * stream in the same rep.
  * Usage: bench_streams MODEL_DIR [threads=2] [steps=8] [reps=2] [streams=1,4,8,16]
  * Without MODEL_DIR it says so and exits 0 (scripts/run-bench passes the 0.8B-shaped random
  * model). Prints a table; no asserts. */
@@ -76,13 +78,18 @@ int main(int argc, char **argv) {
         }
     printf("bench_streams: %s, %d threads, kernels %s, %d decode steps per rep, best of %d\n", argv[1],
            hy_ctx_threads(ctx), hy_ctx_isa(ctx), steps, reps);
-    printf("%8s %12s %12s %10s %10s\n", "streams", "tok/s", "tok/s(cpu)", "x 1 stream", "x (cpu)");
-    double base = 0, base_cpu = 0;
+    /* The stream counts take turns within each rep, so every count sees the same minutes of a
+     * machine whose bandwidth moves; "x paired" is the median over reps of the ratio to one
+     * stream measured in the same rep. */
+    double *tps_all = calloc((size_t)reps * (size_t)n_ns, sizeof(double)), *tpc_all = calloc((size_t)reps * (size_t)n_ns, sizeof(double));
+    if (!tps_all || !tpc_all) {
+        fprintf(stderr, "bench_streams: out of memory\n");
+        return 1;
+    }
     uint64_t r = 12345;
-    for (int k = 0; k < n_ns; k++) {
-        const int n = ns[k];
-        double best = 0, best_cpu = 0;
-        for (int rep = 0; rep < reps; rep++) {
+    for (int rep = 0; rep < reps; rep++) {
+        for (int k = 0; k < n_ns; k++) {
+            const int n = ns[k];
             for (int i = 0; i < n; i++) hy_seq_reset(seqs[i]);
             for (int i = 0; i < n; i++) ids[i] = (int32_t)(i % V);
             if (hy_forward_batch(ctx, seqs, ids, n, logits, &err)) { /* warm-up step, position 0 */
@@ -101,17 +108,44 @@ int main(int argc, char **argv) {
                 }
             }
             double w = now_s(CLOCK_MONOTONIC) - w0, cs = (now_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / threads;
-            double tps = (double)n * steps / w, tpc = (double)n * steps / cs;
-            if (tps > best) best = tps;
-            if (tpc > best_cpu) best_cpu = tpc;
+            tps_all[(size_t)rep * n_ns + k] = (double)n * steps / w;
+            tpc_all[(size_t)rep * n_ns + k] = (double)n * steps / cs;
         }
-        if (n == 1) base = best, base_cpu = best_cpu;
-        if (base > 0)
-            printf("%8d %12.2f %12.2f %10.2f %10.2f\n", n, best, best_cpu, best / base, best_cpu / base_cpu);
-        else
-            printf("%8d %12.2f %12.2f %10s %10s\n", n, best, best_cpu, "-", "-");
-        fflush(stdout);
     }
+    int k1 = -1;
+    for (int k = 0; k < n_ns; k++)
+        if (ns[k] == 1) k1 = k;
+    printf("%8s %12s %12s %10s %10s %10s\n", "streams", "tok/s", "tok/s(cpu)", "x 1 stream", "x (cpu)", "x paired");
+    double *ratio = malloc(sizeof(double) * (size_t)reps);
+    for (int k = 0; k < n_ns; k++) {
+        double best = 0, best_cpu = 0, b1 = 0, b1c = 0;
+        for (int rep = 0; rep < reps; rep++) {
+            const double t = tps_all[(size_t)rep * n_ns + k], c = tpc_all[(size_t)rep * n_ns + k];
+            if (t > best) best = t;
+            if (c > best_cpu) best_cpu = c;
+            if (k1 >= 0) {
+                const double t1 = tps_all[(size_t)rep * n_ns + k1], c1 = tpc_all[(size_t)rep * n_ns + k1];
+                if (t1 > b1) b1 = t1;
+                if (c1 > b1c) b1c = c1;
+                ratio[rep] = t / t1;
+            }
+        }
+        if (k1 < 0) {
+            printf("%8d %12.2f %12.2f %10s %10s %10s\n", ns[k], best, best_cpu, "-", "-", "-");
+            continue;
+        }
+        for (int a = 1; a < reps; a++) /* insertion sort: a handful of reps */
+            for (int b = a; b > 0 && ratio[b - 1] > ratio[b]; b--) {
+                const double tmp = ratio[b];
+                ratio[b] = ratio[b - 1];
+                ratio[b - 1] = tmp;
+            }
+        const double med = reps % 2 ? ratio[reps / 2] : 0.5 * (ratio[reps / 2 - 1] + ratio[reps / 2]);
+        printf("%8d %12.2f %12.2f %10.2f %10.2f %10.2f\n", ns[k], best, best_cpu, best / b1, best_cpu / b1c, med);
+    }
+    free(ratio);
+    free(tps_all);
+    free(tpc_all);
     for (int i = 0; i < max_n; i++) hy_seq_free(seqs[i]);
     free(seqs);
     free(ids);
