@@ -42,6 +42,7 @@ typedef __m512i vi;
 #define MM_BF16_GROUPS 0
 #define MM_G_NG 2
 #define MM_G_NG1 1
+#define MM_G_T1_NG 1 /* one token: one group per tile, as 1-3 tokens (not measured with more) */
 #define MM_G_NT 8
 #define MM_G8_NT 4 /* FP8G tiles: tokens (t and u of each vector stay in registers) */
 #define MM_G8_NG1 2 /* FP8G, one token: groups per tile */
