@@ -63,7 +63,7 @@ typedef __m256i vi;
  * per tile: one chain pair per stream was bound by the FMA latency; T = 2 from L3 likewise
  * 0.62x). With 5-token tiles one thread runs the 27B down_proj at ~90 GFLOP/s. */
 #define MM_BF16_GROUPS 1
-#define MM_G_NG 4
+#define MM_G_NG 2
 #define MM_G_NG1 2
 /* One token: 4 groups per tile, unit by unit (grp_tile1). Zen 3, one thread, against 2 groups
  * in one process: 1.26x from L2, 1.19x from DRAM (0.8B lm_head); engine, 2 threads, 0.8B bf16
