@@ -81,8 +81,9 @@ int main(int argc, char **argv) {
     /* The stream counts take turns within each rep, so every count sees the same minutes of a
      * machine whose bandwidth moves; "x paired" is the median over reps of the ratio to one
      * stream measured in the same rep. */
-    double *tps_all = calloc((size_t)reps * (size_t)n_ns, sizeof(double)), *tpc_all = calloc((size_t)reps * (size_t)n_ns, sizeof(double));
-    if (!tps_all || !tpc_all) {
+    double *tps_all = calloc((size_t)reps * (size_t)n_ns, sizeof(double));
+    double *tpc_all = calloc((size_t)reps * (size_t)n_ns, sizeof(double)), *ratio = calloc((size_t)reps, sizeof(double));
+    if (!tps_all || !tpc_all || !ratio) {
         fprintf(stderr, "bench_streams: out of memory\n");
         return 1;
     }
@@ -116,7 +117,6 @@ int main(int argc, char **argv) {
     for (int k = 0; k < n_ns; k++)
         if (ns[k] == 1) k1 = k;
     printf("%8s %12s %12s %10s %10s %10s\n", "streams", "tok/s", "tok/s(cpu)", "x 1 stream", "x (cpu)", "x paired");
-    double *ratio = malloc(sizeof(double) * (size_t)reps);
     for (int k = 0; k < n_ns; k++) {
         double best = 0, best_cpu = 0, b1 = 0, b1c = 0;
         for (int rep = 0; rep < reps; rep++) {
