@@ -12,6 +12,8 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "io/config.h"
+#include "kernels/cpu/dispatch.h"
+#include "kernels/matmul.h"
 #include "io/safetensors.h"
 #include "model/hparams.h"
 #include "model/linears.h"
@@ -303,11 +305,11 @@ static const char *fmts_string(unsigned fmts, char *buf, size_t cap) {
 }
 
 /* The --weights table (text). */
-static void print_plan(const hy_ctx_opts *o, const hy_wclass_info *cls) {
+static void print_plan(const hy_ctx_opts *o, hy_isa isa, const hy_wclass_info *cls) {
     char b1[64], b2[64], b3[64], fs[64], fm[64];
-    printf("\nweights as used (--weights %s%s%s)\n", hy_wreq_name(o->weights),
+    printf("\nweights as used (--weights %s%s%s, kernels %s)\n", hy_wreq_name(o->weights),
            (o->quant_flags & HY_QUANT_LM_HEAD) ? " --quantize-lm-head" : "",
-           (o->quant_flags & HY_QUANT_GDN_AB) ? " --quantize-gdn-ab" : "");
+           (o->quant_flags & HY_QUANT_GDN_AB) ? " --quantize-gdn-ab" : "", hy_isa_name(isa));
     printf("  %-28s %5s %15s %12s %12s %12s  %s\n", "class", "n", "elements", "stored", "used", "held", "format");
     int64_t st = 0, us = 0, ow = 0;
     for (int k = 0; k < HY_WCLASS_COUNT; k++) {
@@ -325,12 +327,14 @@ static void print_plan(const hy_ctx_opts *o, const hy_wclass_info *cls) {
            human_bytes(b2, sizeof b2, us), human_bytes(b3, sizeof b3, ow));
     printf("  (stored: in the files; used: what the matmuls read, embed_tokens counted whole; held: converted\n"
            "   copies in memory besides the mmap, fp32 small tensors included; matrices used as stored are\n"
-           "   also copied into memory at load when they fit, unless --mmap)\n");
+           "   also copied into memory at load when they fit, unless --mmap; bf16g / fp8g: the same values\n"
+           "   in the row groups the kernel tier reads)\n");
 }
 
-static json_t *json_plan(const hy_ctx_opts *o, const hy_wclass_info *cls) {
+static json_t *json_plan(const hy_ctx_opts *o, hy_isa isa, const hy_wclass_info *cls) {
     json_t *p = json_object();
     json_object_set_new(p, "weights", json_string(hy_wreq_name(o->weights)));
+    json_object_set_new(p, "isa", json_string(hy_isa_name(isa)));
     json_object_set_new(p, "quantize_lm_head", json_boolean(o->quant_flags & HY_QUANT_LM_HEAD));
     json_object_set_new(p, "quantize_gdn_ab", json_boolean(o->quant_flags & HY_QUANT_GDN_AB));
     json_t *a = json_array();
@@ -421,11 +425,18 @@ HY_CMD(inspect) {
     }
     /* --weights: the per-class table needs the bound model (views only, nothing converted) */
     hy_wclass_info cls[HY_WCLASS_COUNT];
+    hy_isa plan_isa = HY_ISA_REF;
     bool have_plan = false;
     if (plan && !error) {
         hy_model *m = NULL;
         hy_err perr = {0};
-        if (hy_model_load(&m, dir, &perr) || hy_linears_plan(m, copts.weights, copts.quant_flags, cls, &perr))
+        /* the kernel tier decides whether matrices are held in row groups (bf16g / fp8g) */
+        hy_cpu_features f;
+        hy_cpu_detect(&f);
+        if (hy_isa_select(&f, copts.isa, getenv("HYLA_ISA"), &plan_isa, &perr) || hy_model_load(&m, dir, &perr) ||
+            hy_linears_plan(m, copts.weights,
+                            copts.quant_flags | (hy_matmul_bf16_groups(plan_isa) ? HY_LIN_BF16_GROUPS : 0),
+                            copts.weights_res, cls, &perr))
             error = strdup(perr.msg);
         else have_plan = true;
         hy_model_free(m);
@@ -434,13 +445,13 @@ HY_CMD(inspect) {
     if (error) fprintf(stderr, "hyla inspect: %s\n", error);
     if (as_json) {
         json_t *o = json_report(dir, &hp, have_audit ? &a : NULL, st, error);
-        if (have_plan) json_object_set_new(o, "weights_plan", json_plan(&copts, cls));
+        if (have_plan) json_object_set_new(o, "weights_plan", json_plan(&copts, plan_isa, cls));
         json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
         printf("\n");
         json_decref(o);
     } else {
         print_text(dir, &hp, have_audit ? &a : NULL, st, error);
-        if (have_plan) print_plan(&copts, cls);
+        if (have_plan) print_plan(&copts, plan_isa, cls);
     }
     int code = error ? 1 : 0;
     free(error);

@@ -178,7 +178,20 @@ static int check_fp8_inplace(const hy_model *m, const hy_tensor *t, hy_err *err)
     return HY_OK;
 }
 
-int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wclass_info cls[HY_WCLASS_COUNT],
+static bool want_copy(hy_wres res, size_t inplace);
+static size_t data_bytes(const hy_tensor *t);
+
+/* The format a matrix used as stored ends in: a context whose kernels read row groups
+ * (HY_LIN_BF16_GROUPS) regroups BF16, and FP8 whose block height is a whole number of groups,
+ * when it copies them into memory (copy_in). */
+static hy_wfmt stored_as(const hy_model *m, hy_wfmt sf, bool groups, bool copy) {
+    if (!groups || !copy) return sf;
+    if (sf == HY_WFMT_BF16) return HY_WFMT_BF16G;
+    if (sf == HY_WFMT_FP8 && m->hp.quant.weight_block_size[0] % HY_G_ROWS == 0) return HY_WFMT_FP8G;
+    return sf;
+}
+
+int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wres res, hy_wclass_info cls[HY_WCLASS_COUNT],
                     hy_err *err) {
     memset(cls, 0, sizeof(hy_wclass_info) * HY_WCLASS_COUNT);
     const int n = list_slots(m, NULL, NULL, NULL);
@@ -191,18 +204,29 @@ int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wclass_in
         return hy_err_set(err, HY_E_NOMEM, "weights: out of memory");
     }
     list_slots(m, mats, &lm, s);
+    const bool groups = flags & HY_LIN_BF16_GROUPS;
+    size_t inplace = 0;
+    for (int i = 0; i < n; i++)
+        if (target_fmt(&s[i], req, flags) == stored_fmt(s[i].src)) inplace += data_bytes(s[i].src);
+    const bool copy = inplace && want_copy(res, inplace);
     for (int i = 0; i < n; i++) {
         const hy_tensor *t = s[i].src;
-        const hy_wfmt sf = stored_fmt(t), tf = target_fmt(&s[i], req, flags);
+        const hy_wfmt sf = stored_fmt(t);
+        hy_wfmt tf = target_fmt(&s[i], req, flags);
         const int64_t rows = t->shape[0], cols = t->shape[1];
         const bool tied = s[i].cls == HY_WCLASS_LM_HEAD && m->w.lm_head_tied;
         const int64_t stored = tied ? 0 : tensor_bytes(t);
         int64_t used, owned = 0;
         if (tf == sf) {
+            tf = stored_as(m, sf, groups, copy);
             used = tensor_bytes(t);
+            if (tf == HY_WFMT_BF16G) used = (int64_t)hy_wfmt_bytes(tf, rows, cols);
+            if (tf == HY_WFMT_FP8G) used += (int64_t)hy_fp8g_code_bytes((int)rows, (int)cols) - (int64_t)data_bytes(t);
             if (sf == HY_WFMT_FP8 && t->scale_inv && t->scale_inv->dtype != HY_DTYPE_F32)
                 owned = hy_tensor_numel(t->scale_inv) * 4;
         } else {
+            if (groups && tf == HY_WFMT_BF16) tf = HY_WFMT_BF16G;
+            if (groups && tf == HY_WFMT_FP8) tf = HY_WFMT_FP8G;
             used = owned = (int64_t)hy_wfmt_bytes(tf, rows, cols);
         }
         add_info(&cls[s[i].cls], rows * cols, stored, used, owned, tf);

@@ -109,8 +109,9 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
                       hy_threadpool *tp, hy_err *err);
 void hy_linears_free(hy_linears *L);
 
-/* The class table hy_linears_create would produce, without converting anything. */
-int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wclass_info cls[HY_WCLASS_COUNT],
+/* The class table hy_linears_create would produce with the same arguments, without converting
+ * anything (whether `res` copies is judged against the memory available now). */
+int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wres res, hy_wclass_info cls[HY_WCLASS_COUNT],
                     hy_err *err);
 
 #endif

@@ -60,15 +60,20 @@ PY
 done
 
 "$HYLA_BIN" inspect "$tmp/fp8" --weights q8 >"$tmp/i.txt" 2>"$tmp/e.txt" || fail "inspect --weights q8: $(head -1 "$tmp/e.txt")"
-grep -q "^weights as used (--weights q8)" "$tmp/i.txt" || fail "inspect --weights q8: no table"
+grep -q "^weights as used (--weights q8, kernels " "$tmp/i.txt" || fail "inspect --weights q8: no table"
 grep -Eq "^  mlp gate/up/down +24 .* q8$" "$tmp/i.txt" || fail "inspect: mlp not q8: $(grep mlp "$tmp/i.txt")"
-grep -Eq "^  lm_head .* bf16$" "$tmp/i.txt" || fail "inspect: lm_head should stay bf16 by default"
-grep -Eq "^  gdn in_proj_a/b .* bf16$" "$tmp/i.txt" || fail "inspect: in_proj_a/b should stay bf16 by default"
+grep -Eq "^  lm_head .* bf16g?$" "$tmp/i.txt" || fail "inspect: lm_head should stay bf16 by default"
+grep -Eq "^  gdn in_proj_a/b .* bf16g?$" "$tmp/i.txt" || fail "inspect: in_proj_a/b should stay bf16 by default"
 "$HYLA_BIN" inspect "$tmp/fp8" --weights q4 --quantize-lm-head >"$tmp/i.txt" 2>&1
 grep -Eq "^  lm_head .* q4$" "$tmp/i.txt" || fail "inspect --quantize-lm-head: $(grep lm_head "$tmp/i.txt")"
-"$HYLA_BIN" inspect "$tmp/fp8" --weights auto --json >"$tmp/i.json" 2>&1 || fail "inspect --json --weights auto"
+"$HYLA_BIN" inspect "$tmp/fp8" --weights auto --isa ref --json >"$tmp/i.json" 2>&1 || fail "inspect --json --weights auto"
 grep -q '"weights_plan"' "$tmp/i.json" || fail "inspect --json: no weights_plan"
 grep -q '"format": "fp8"' "$tmp/i.json" || fail "inspect --json: fp8 classes missing"
+# the avx2 tier holds the matrices in row groups, and the table says so
+if "$HYLA_BIN" inspect "$tmp/fp8" --weights auto --isa avx2 >"$tmp/i.txt" 2>/dev/null; then
+  grep -q "kernels avx2)" "$tmp/i.txt" || fail "inspect --isa avx2: tier not named"
+  grep -Eq "^  mlp gate/up/down .* fp8g$" "$tmp/i.txt" || fail "inspect --isa avx2: mlp not fp8g: $(grep mlp "$tmp/i.txt")"
+fi
 
 "$HYLA_BIN" run -m "$tmp/fp8" --ids 1,2,3 -n 3 --weights q4 --stats >/dev/null 2>"$tmp/e.txt" ||
   fail "run --weights q4: $(head -1 "$tmp/e.txt")"

@@ -13,13 +13,16 @@
  *  - greedy agreement, reported: the recorded 32-token greedy continuations of the fixture
  *    (HF's, which the bf16 engine reproduces exactly, test_golden) against greedy decoding with
  *    each format: tokens equal before the first divergence, and in total.
- * Quality in KL / top-1 terms is test_quant_quality's job.
+ * and the class table hy_linears_plan (`hyla inspect --weights`) promises equals the one the
+ * context built. Quality in KL / top-1 terms is test_quant_quality's job.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "base/cpu.h"
+#include "kernels/matmul.h"
 #include "model/forward.h"
 #include "model/linears.h"
 #include "model/model.h"
@@ -146,6 +149,19 @@ static void run_model(const char *name) {
             hy_ctx_opts o = {.n_threads = 2, .isa = tiers[ti], .weights = k_fmts[f].w, .quant_flags = HY_QUANT_ALL};
             hy_ctx *ctx = NULL;
             if (hy_ctx_create(&ctx, m, &o, &err)) fail_msg("%s %s %s: %s", name, tiers[ti], k_fmts[f].name, err.msg);
+            /* what `hyla inspect --weights` prints (the plan) is what the context built */
+            hy_wclass_info plan[HY_WCLASS_COUNT];
+            const bool grp = hy_matmul_bf16_groups((hy_isa)hy_isa_parse(tiers[ti]));
+            assert_int_equal(hy_linears_plan(m, o.weights, o.quant_flags | (grp ? HY_LIN_BF16_GROUPS : 0),
+                                             o.weights_res, plan, &err), 0);
+            for (int k = 0; k < HY_WCLASS_COUNT; k++) {
+                const hy_wclass_info *b = &hy_ctx_linears(ctx)->cls[k];
+                assert_int_equal(plan[k].n, b->n);
+                assert_int_equal(plan[k].numel, b->numel);
+                assert_int_equal(plan[k].bytes_stored, b->bytes_stored);
+                assert_int_equal(plan[k].bytes_used, b->bytes_used);
+                assert_int_equal(plan[k].fmts, b->fmts);
+            }
             float *lg = run_prompts(ctx, seq, P, np, V, &rows);
             const size_t cnt = rows * (size_t)V;
             double d_bf16 = 0, d_tier = 0;
