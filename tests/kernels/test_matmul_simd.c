@@ -327,7 +327,8 @@ static void test_formats(void **st) {
 }
 
 /* Row groups past one GEMM row block (128 rows) and column block (512 columns), split at rows
- * inside a group, several FP8 scale blocks per group row: bit-identical to the reference, and
+ * inside a group, several FP8 scale blocks per group row; Q8 / Q4 one-token calls over many
+ * 16-row blocks, split inside one: bit-identical to the reference, and
  * the GEMM (T = 40, 70) equal to the GEMV token by token (check_case). */
 static void test_row_groups_big(void **st) {
     (void)st;
@@ -337,7 +338,10 @@ static void test_row_groups_big(void **st) {
     check_case(&S, HY_WFMT_BF16G, 300, 1101, 40, 0, 0, 901);
     check_case(&S, HY_WFMT_FP8G, 300, 1100, 40, 128, 128, 902);
     check_case(&S, HY_WFMT_FP8G, 272, 1100, 70, 16, 544, 903);
-    printf("row groups: 3 cases past one block, bit-identical to the reference\n");
+    /* int8 one-token calls over many 16-row blocks, split inside a block */
+    check_case(&S, HY_WFMT_Q8, 300, 1100, 1, 0, 0, 904);
+    check_case(&S, HY_WFMT_Q4, 300, 1100, 1, 0, 0, 905);
+    printf("row groups and int8 blocks: 5 cases past one block, bit-identical to the reference\n");
 }
 
 /* The activation quantizer: round trip within half a step, NaN/Inf poison only their group. */
