@@ -2,7 +2,8 @@
  * `hyla inspect DIR [--json] [--weights F [--quantize-lm-head] [--quantize-gdn-ab]]`: parsed
  * config, layer schedule, derived sizes and the tensor audit of a checkpoint directory; with
  * --weights, the bytes per tensor class the forward pass would hold and read after the
- * load-time conversion (model/linears.h), computed without converting anything. Exit 0 only when the
+ * load-time conversion (model/linears.h) on the kernel tier a context would pick (--isa,
+ * $HYLA_ISA), computed without converting anything. Exit 0 only when the
  * checkpoint is complete and consistent. On any problem the FIRST line of
  * stderr is one sentence naming it (scripts and tests rely on that), while
  * stdout still shows whatever could be read (config and sizes even without
@@ -12,9 +13,9 @@
 #include "cli/cli.h"
 #include "cli/cli_args.h"
 #include "io/config.h"
+#include "io/safetensors.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/matmul.h"
-#include "io/safetensors.h"
 #include "model/hparams.h"
 #include "model/linears.h"
 #include "model/model.h"

@@ -24,6 +24,9 @@
 #include "base/cpu.h"
 #include "kernels/matmul.h"
 #include "model/forward.h"
+#include "model/random_model.h"
+#include "model/shapes.h"
+#include "st_writer.h"
 #include "model/linears.h"
 #include "model/model.h"
 #include "test_util.h"
@@ -104,6 +107,23 @@ static int greedy(hy_ctx *ctx, hy_seq *seq, const int32_t *ids, int n, const int
     return prefix < 0 ? ng : prefix;
 }
 
+/* What `hyla inspect --weights` prints (hy_linears_plan) is the class table the context built. */
+static void check_plan(const hy_model *m, const hy_ctx_opts *o, const char *tier, const hy_ctx *ctx) {
+    hy_wclass_info plan[HY_WCLASS_COUNT];
+    hy_err err = {0};
+    const bool grp = hy_matmul_bf16_groups((hy_isa)hy_isa_parse(tier));
+    assert_int_equal(hy_linears_plan(m, o->weights, o->quant_flags | (grp ? HY_LIN_BF16_GROUPS : 0), o->weights_res,
+                                     plan, &err), 0);
+    for (int k = 0; k < HY_WCLASS_COUNT; k++) {
+        const hy_wclass_info *b = &hy_ctx_linears(ctx)->cls[k];
+        assert_int_equal(plan[k].n, b->n);
+        assert_int_equal(plan[k].numel, b->numel);
+        assert_int_equal(plan[k].bytes_stored, b->bytes_stored);
+        assert_int_equal(plan[k].bytes_used, b->bytes_used);
+        assert_int_equal(plan[k].fmts, b->fmts);
+    }
+}
+
 static void run_model(const char *name) {
     char rel[256];
     snprintf(rel, sizeof rel, "models/%s", name);
@@ -149,19 +169,7 @@ static void run_model(const char *name) {
             hy_ctx_opts o = {.n_threads = 2, .isa = tiers[ti], .weights = k_fmts[f].w, .quant_flags = HY_QUANT_ALL};
             hy_ctx *ctx = NULL;
             if (hy_ctx_create(&ctx, m, &o, &err)) fail_msg("%s %s %s: %s", name, tiers[ti], k_fmts[f].name, err.msg);
-            /* what `hyla inspect --weights` prints (the plan) is what the context built */
-            hy_wclass_info plan[HY_WCLASS_COUNT];
-            const bool grp = hy_matmul_bf16_groups((hy_isa)hy_isa_parse(tiers[ti]));
-            assert_int_equal(hy_linears_plan(m, o.weights, o.quant_flags | (grp ? HY_LIN_BF16_GROUPS : 0),
-                                             o.weights_res, plan, &err), 0);
-            for (int k = 0; k < HY_WCLASS_COUNT; k++) {
-                const hy_wclass_info *b = &hy_ctx_linears(ctx)->cls[k];
-                assert_int_equal(plan[k].n, b->n);
-                assert_int_equal(plan[k].numel, b->numel);
-                assert_int_equal(plan[k].bytes_stored, b->bytes_stored);
-                assert_int_equal(plan[k].bytes_used, b->bytes_used);
-                assert_int_equal(plan[k].fmts, b->fmts);
-            }
+            check_plan(m, &o, tiers[ti], ctx);
             float *lg = run_prompts(ctx, seq, P, np, V, &rows);
             const size_t cnt = rows * (size_t)V;
             double d_bf16 = 0, d_tier = 0;
@@ -221,10 +229,40 @@ static void test_formats_mm(void **st) {
     run_model("tiny-mm-bf16");
 }
 
+/* The plan of a block-FP8 checkpoint (the golden fixtures are bf16): fp8 used as stored (FP8G
+ * where the tier groups rows), and converted to each other format, on every tier. */
+static void test_plan_fp8(void **st) {
+    (void)st;
+    char *dir = stw_tmpdir();
+    assert_non_null(dir);
+    hy_model_shape s;
+    hy_err err = {0};
+    assert_int_equal(hy_model_shape_get(&s, "tiny", &err), 0);
+    const hy_random_model_opts ro = {.out_dir = dir, .shape = &s, .fp8 = true, .seed = 3};
+    hy_random_model_stats rs;
+    assert_int_equal(hy_random_model_write(&ro, &rs, &err), 0);
+    hy_model *m = NULL;
+    if (hy_model_load(&m, dir, &err)) fail_msg("%s", err.msg);
+    const char *tiers[8];
+    const int nt = hy_test_isa_tiers(tiers, 8);
+    for (int ti = 0; ti < nt; ti++)
+        for (int f = 0; f < N_FMT; f++) {
+            const hy_ctx_opts o = {.n_threads = 1, .isa = tiers[ti], .weights = k_fmts[f].w};
+            hy_ctx *ctx = NULL;
+            if (hy_ctx_create(&ctx, m, &o, &err)) fail_msg("fp8 %s %s: %s", tiers[ti], k_fmts[f].name, err.msg);
+            check_plan(m, &o, tiers[ti], ctx);
+            hy_ctx_free(ctx);
+        }
+    printf("fp8 checkpoint: the plan equals the context's class table, %d tiers x %d formats\n", nt, N_FMT);
+    hy_model_free(m);
+    stw_rmdir(dir);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats_text),
         cmocka_unit_test(test_formats_mm),
+        cmocka_unit_test(test_plan_fp8),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
