@@ -15,7 +15,6 @@
 #include "io/config.h"
 #include "io/safetensors.h"
 #include "kernels/cpu/dispatch.h"
-#include "kernels/matmul.h"
 #include "model/hparams.h"
 #include "model/linears.h"
 #include "model/model.h"
@@ -435,9 +434,8 @@ HY_CMD(inspect) {
         hy_cpu_features f;
         hy_cpu_detect(&f);
         if (hy_isa_select(&f, copts.isa, getenv("HYLA_ISA"), &plan_isa, &perr) || hy_model_load(&m, dir, &perr) ||
-            hy_linears_plan(m, copts.weights,
-                            copts.quant_flags | (hy_matmul_bf16_groups(plan_isa) ? HY_LIN_BF16_GROUPS : 0),
-                            copts.weights_res, cls, &perr))
+            hy_linears_plan(m, copts.weights, hy_linears_tier_flags(copts.quant_flags, plan_isa), copts.weights_res,
+                            cls, &perr))
             error = strdup(perr.msg);
         else have_plan = true;
         hy_model_free(m);

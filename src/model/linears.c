@@ -178,8 +178,14 @@ static int check_fp8_inplace(const hy_model *m, const hy_tensor *t, hy_err *err)
     return HY_OK;
 }
 
-static bool want_copy(hy_wres res, size_t inplace);
-static size_t data_bytes(const hy_tensor *t);
+static size_t data_bytes(const hy_tensor *t) { return (size_t)hy_tensor_numel(t) * hy_dtype_size(t->dtype); }
+
+/* Whether matrices used as stored are copied (true) or read from the mmap, for `res`. */
+static bool want_copy(hy_wres res, size_t inplace) {
+    if (res != HY_WRES_AUTO) return res == HY_WRES_COPY;
+    const long long avail = hy_mem_available();
+    return avail >= 0 && (long long)inplace + (1ll << 30) <= avail;
+}
 
 /* The format a matrix used as stored ends in: a context whose kernels read row groups
  * (HY_LIN_BF16_GROUPS) regroups BF16, and FP8 whose block height is a whole number of groups,
@@ -189,6 +195,17 @@ static hy_wfmt stored_as(const hy_model *m, hy_wfmt sf, bool groups, bool copy) 
     if (sf == HY_WFMT_BF16) return HY_WFMT_BF16G;
     if (sf == HY_WFMT_FP8 && m->hp.quant.weight_block_size[0] % HY_G_ROWS == 0) return HY_WFMT_FP8G;
     return sf;
+}
+
+/* The format a matrix converted into tf is made in: row groups for BF16 / FP8 when the context
+ * asks for them. */
+static hy_wfmt converted_fmt(hy_wfmt tf, bool groups) {
+    if (!groups) return tf;
+    return tf == HY_WFMT_BF16 ? HY_WFMT_BF16G : tf == HY_WFMT_FP8 ? HY_WFMT_FP8G : tf;
+}
+
+unsigned hy_linears_tier_flags(unsigned quant_flags, hy_isa isa) {
+    return quant_flags | (hy_matmul_bf16_groups(isa) ? HY_LIN_BF16_GROUPS : 0);
 }
 
 int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wres res, hy_wclass_info cls[HY_WCLASS_COUNT],
@@ -225,8 +242,7 @@ int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wres res,
             if (sf == HY_WFMT_FP8 && t->scale_inv && t->scale_inv->dtype != HY_DTYPE_F32)
                 owned = hy_tensor_numel(t->scale_inv) * 4;
         } else {
-            if (groups && tf == HY_WFMT_BF16) tf = HY_WFMT_BF16G;
-            if (groups && tf == HY_WFMT_FP8) tf = HY_WFMT_FP8G;
+            tf = converted_fmt(tf, groups);
             used = owned = (int64_t)hy_wfmt_bytes(tf, rows, cols);
         }
         add_info(&cls[s[i].cls], rows * cols, stored, used, owned, tf);
@@ -474,8 +490,6 @@ static void copy_run(void *arg, int ith, int nth) {
     if (b > a) memcpy(j->dst + a, j->src + a, b - a);
 }
 
-static size_t data_bytes(const hy_tensor *t) { return (size_t)hy_tensor_numel(t) * hy_dtype_size(t->dtype); }
-
 /* Lets go of the checkpoint pages of src[*done, end) (the tensor's first *done bytes already
  * are, but for the page the last call left partly read) and advances *done to end. */
 static void drop_copied(const hy_model *m, const unsigned char *src, size_t *done, size_t end) {
@@ -491,8 +505,9 @@ static void drop_copied(const hy_model *m, const unsigned char *src, size_t *don
 static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat *dst, bool groups, hy_threadpool *tp,
                    hy_err *err) {
     const size_t bytes = data_bytes(t);
-    const bool g8 = groups && dst->fmt == HY_WFMT_FP8 && dst->bs0 % HY_G_ROWS == 0;
-    groups = groups && dst->fmt == HY_WFMT_BF16;
+    const hy_wfmt held = stored_as(m, dst->fmt, groups, true);
+    const bool g8 = held == HY_WFMT_FP8G;
+    groups = held == HY_WFMT_BF16G;
     const size_t own_bytes = groups ? hy_wfmt_bytes(HY_WFMT_BF16G, dst->rows, dst->cols)
                              : g8   ? hy_fp8g_code_bytes(dst->rows, dst->cols)
                                     : bytes;
@@ -540,13 +555,6 @@ static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat 
     return HY_OK;
 }
 
-/* Whether matrices used as stored are copied (true) or read from the mmap, for `res`. */
-static bool want_copy(hy_wres res, size_t inplace) {
-    if (res != HY_WRES_AUTO) return res == HY_WRES_COPY;
-    const long long avail = hy_mem_available();
-    return avail >= 0 && (long long)inplace + (1ll << 30) <= avail;
-}
-
 int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned flags, hy_wres res, hy_threadpool *tp,
                       hy_err *err) {
     memset(L, 0, sizeof *L);
@@ -570,8 +578,7 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
             if (groups && tf == HY_WFMT_BF16) group_pad += hy_wfmt_bytes(HY_WFMT_BF16G, rows, cols) - data_bytes(s[i].src);
             if (groups && tf == HY_WFMT_FP8) group_pad += hy_fp8g_code_bytes((int)rows, (int)cols) - data_bytes(s[i].src);
         } else {
-            const hy_wfmt g = !groups ? tf : tf == HY_WFMT_BF16 ? HY_WFMT_BF16G : tf == HY_WFMT_FP8 ? HY_WFMT_FP8G : tf;
-            converted += hy_wfmt_bytes(g, rows, cols) + 3 * 64;
+            converted += hy_wfmt_bytes(converted_fmt(tf, groups), rows, cols) + 3 * 64;
         }
     }
     const bool copy = inplace && want_copy(res, inplace);
@@ -587,8 +594,7 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         const hy_tensor *t = s[i].src;
         const hy_wfmt sf = stored_fmt(t);
         hy_wfmt tf = target_fmt(&s[i], req, flags);
-        if (groups && tf == HY_WFMT_BF16 && sf != HY_WFMT_BF16) tf = HY_WFMT_BF16G; /* converted: into groups */
-        if (groups && tf == HY_WFMT_FP8 && sf != HY_WFMT_FP8) tf = HY_WFMT_FP8G;
+        if (tf != sf) tf = converted_fmt(tf, groups);
         const bool tied = s[i].cls == HY_WCLASS_LM_HEAD && m->w.lm_head_tied;
         int64_t owned = 0;
         hy_mat src;

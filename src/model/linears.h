@@ -45,6 +45,9 @@ const char *hy_wreq_name(hy_wreq r);
  * context where its kernel tier reads those faster (hy_matmul_bf16_groups). Matrices read from
  * the mmap stay row-major. */
 #define HY_LIN_BF16_GROUPS 4u
+/* quant_flags plus HY_LIN_BF16_GROUPS where the kernel tier isa reads row groups: the flags a
+ * forward context on that tier builds its matrices with. */
+unsigned hy_linears_tier_flags(unsigned quant_flags, hy_isa isa);
 
 /* Where matrices used as stored (no conversion) are read from. Decode streams them once per
  * token, and from the checkpoint's page cache (4 KiB pages) that ran measurably slower than
