@@ -49,7 +49,10 @@ typedef __m512i vi;
 #define MM_G8_PF 0  /* FP8G, one token: no software prefetch (not measured on this tier) */
 #define MM_G_MC 128
 #define MM_G_NB 32
-#define MM_Q_NV1 1
+#define MM_Q8_NV1 1
+#define MM_Q4_NV1 1
+#define MM_Q8_T1_PF 1
+#define MM_Q4_T1_PF 1
 #define MM_Q_NV2 4
 #define MM_Q_NT 2
 #define MM_HAVE_DPBF16 1
