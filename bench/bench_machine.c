@@ -8,6 +8,7 @@
  * Usage: bench_machine [max_threads] [buffer_MiB]. Prints a table; no asserts. */
 #include "base/alloc.h"
 #include "base/cpu.h"
+#include "base/peak.h"
 
 #include <immintrin.h>
 #include <pthread.h>
@@ -54,10 +55,10 @@ static void *worker_run(void *arg) {
         break;
     case W_READ_AVX2: w->sink = read_avx2(p, per); break;
     case W_READ_SCALAR: w->sink = read_scalar(p, per); break;
-    case W_FMA_AVX2: w->sink = fma_avx2(sh->iters); break;
-    case W_FMA_AVX512: w->sink = fma_avx512(sh->iters); break;
-    case W_BF16: w->sink = bf16_avx512(sh->iters); break;
-    case W_INT8: w->sink = int8_avx512(sh->iters); break;
+    case W_FMA_AVX2: w->sink = hy_peak_loop(HY_PEAK_FP32_YMM, sh->iters); break;
+    case W_FMA_AVX512: w->sink = hy_peak_loop(HY_PEAK_FP32_ZMM, sh->iters); break;
+    case W_BF16: w->sink = hy_peak_loop(HY_PEAK_BF16_ZMM, sh->iters); break;
+    case W_INT8: w->sink = hy_peak_loop(HY_PEAK_INT8_ZMM, sh->iters); break;
     }
     w->c1 = cpu_s();
     w->t1 = now_s();
@@ -148,24 +149,16 @@ int main(int argc, char **argv) {
     for (int ti = 0; ti < nrows; ti++) {
         sh.nth = ths[ti];
         sh.iters = iters;
-        if (f.avx2 && f.fma) {
-            sh.what = W_FMA_AVX2;
-            measure("fp32 FMA, AVX2 (ymm)", "GFLOP/s", &sh, 1e-9 * (double)iters * FMA_CHAINS * 8 * 2 * sh.nth, &sink);
-        }
-        if (f.avx512f) {
-            sh.what = W_FMA_AVX512;
-            measure("fp32 FMA, AVX-512 (zmm)", "GFLOP/s", &sh, 1e-9 * (double)iters * FMA_CHAINS * 16 * 2 * sh.nth,
-                    &sink);
-        }
-        if (f.avx512f && f.avx512_bf16) {
-            sh.what = W_BF16;
-            measure("bf16 dot, vdpbf16ps (zmm)", "GFLOP/s", &sh, 1e-9 * (double)iters * FMA_CHAINS * 16 * 4 * sh.nth,
-                    &sink);
-        }
-        if (f.avx512f && f.avx512_vnni) {
-            sh.what = W_INT8;
-            measure("int8 dot, vpdpbusd (zmm)", "Gop/s", &sh, 1e-9 * (double)iters * FMA_CHAINS * 16 * 8 * sh.nth,
-                    &sink);
+        static const struct { int what; hy_peak_kernel k; const char *name, *unit; } peaks[] = {
+            {W_FMA_AVX2, HY_PEAK_FP32_YMM, "fp32 FMA, AVX2 (ymm)", "GFLOP/s"},
+            {W_FMA_AVX512, HY_PEAK_FP32_ZMM, "fp32 FMA, AVX-512 (zmm)", "GFLOP/s"},
+            {W_BF16, HY_PEAK_BF16_ZMM, "bf16 dot, vdpbf16ps (zmm)", "GFLOP/s"},
+            {W_INT8, HY_PEAK_INT8_ZMM, "int8 dot, vpdpbusd (zmm)", "Gop/s"},
+        };
+        for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++) {
+            if (!hy_peak_kernel_ok(&f, peaks[i].k)) continue;
+            sh.what = peaks[i].what;
+            measure(peaks[i].name, peaks[i].unit, &sh, 1e-9 * hy_peak_loop_ops(peaks[i].k, iters) * sh.nth, &sink);
         }
     }
     printf("  (best/median over %d repetitions on thread-CPU time; 'best wall' on elapsed time, lower when the\n"

@@ -19,6 +19,7 @@
 #include "base/cpu.h"
 #include "base/fp.h"
 #include "base/membw.h"
+#include "base/peak.h"
 #include "base/threadpool.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/matmul.h"
@@ -57,9 +58,9 @@ static void roof_run(void *arg, int ith, int nth) {
     const double c0 = cpu_s();
     (void)nth;
     switch (j->what) {
-    case 1: j->sink[ith] = g_cpu.avx512f ? fma_avx512(j->iters) : fma_avx2(j->iters); break;
-    case 2: j->sink[ith] = bf16_avx512(j->iters); break;
-    default: j->sink[ith] = int8_avx512(j->iters); break;
+    case 1: j->sink[ith] = hy_peak_loop(g_cpu.avx512f ? HY_PEAK_FP32_ZMM : HY_PEAK_FP32_YMM, j->iters); break;
+    case 2: j->sink[ith] = hy_peak_loop(HY_PEAK_BF16_ZMM, j->iters); break;
+    default: j->sink[ith] = hy_peak_loop(HY_PEAK_INT8_ZMM, j->iters); break;
     }
     j->cpu[ith] = cpu_s() - c0;
 }
@@ -94,15 +95,15 @@ static roof measure_roof(hy_threadpool *tp, int nth, const float *buf, size_t n)
     roof_job j = {.what = 1};
     r.read_gbs = read_gbs(tp, buf, n, 5);
     j.iters = 4000000;
-    const int fl = g_cpu.avx512f ? 16 : 8;
-    r.fma_gf = roof_rate(tp, nth, &j, 1e-9 * (double)j.iters * 12 * fl * 2 * nth, 3);
+    const hy_peak_kernel k32 = g_cpu.avx512f ? HY_PEAK_FP32_ZMM : HY_PEAK_FP32_YMM;
+    r.fma_gf = roof_rate(tp, nth, &j, 1e-9 * hy_peak_loop_ops(k32, j.iters) * nth, 3);
     if (g_cpu.avx512_bf16) {
         j.what = 2;
-        r.bf16_gf = roof_rate(tp, nth, &j, 1e-9 * (double)j.iters * 12 * 16 * 4 * nth, 3);
+        r.bf16_gf = roof_rate(tp, nth, &j, 1e-9 * hy_peak_loop_ops(HY_PEAK_BF16_ZMM, j.iters) * nth, 3);
     }
     if (g_cpu.avx512_vnni) {
         j.what = 3;
-        r.int8_gops = roof_rate(tp, nth, &j, 1e-9 * (double)j.iters * 12 * 16 * 8 * nth, 3);
+        r.int8_gops = roof_rate(tp, nth, &j, 1e-9 * hy_peak_loop_ops(HY_PEAK_INT8_ZMM, j.iters) * nth, 3);
     }
     return r;
 }

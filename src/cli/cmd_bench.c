@@ -16,7 +16,10 @@
  * read bandwidth is measured on the spot with as many threads (base/membw.h) right before
  * every repetition and, in tg tests, again after every --bw-every decoded tokens (untimed);
  * each stretch of timed work is weighed against the figures taken next to it, and BW GB/s
- * is their time-weighted mean.
+ * is their time-weighted mean. Likewise the compute peaks (base/peak.h: fp32 FMA, and the
+ * bf16 dot where the CPU has one) right before and after every pp repetition: %peak is the
+ * run's GFLOP/s over their mean, on CPU time (wall time in the csv too), against the bf16
+ * peak for act bf16 where there is one, else the fp32 one. --bw-mib 0 skips both.
  *  - weights/tok: bytes of matrices a decode token streams (every linear, all of lm_head, one
  *    embedding row; hy_ctx_costs); state/tok: GDN state read + written, plus the KV cache
  *    read at the run's mean position and the new K/V written (reported separately).
@@ -33,6 +36,7 @@
 #include "base/alloc.h"
 #include "base/error.h"
 #include "base/membw.h"
+#include "base/peak.h"
 #include "base/threadpool.h"
 #include "cli/cli.h"
 #include "cli/cli_args.h"
@@ -66,7 +70,8 @@ static void usage(FILE *f) {
             "                      (default: copied when they fit)\n"
             "  --isa NAME          CPU kernel tier: auto | ref | avx2 | avx512 (default auto: $HYLA_ISA or best)\n"
             "  --chunk N           tokens per internal prefill step (default %d)\n"
-            "  --bw-mib M          buffer of the on-the-spot bandwidth measurement (default 512; 0 = skip)\n"
+            "  --bw-mib M          buffer of the on-the-spot bandwidth measurement (default 512; 0 = skip it\n"
+            "                      and the on-the-spot compute peaks)\n"
             "  --bw-every N        tg: measure the bandwidth again after every N decoded tokens (default 16;\n"
             "                      0 = once before each repetition)\n"
             "  --seed S            seed of the random token ids (default 1)\n"
@@ -153,18 +158,33 @@ static hy_membw measure_bw(const bench *b) {
     return bw;
 }
 
+/* Iterations of each pass of the on-the-spot peaks: ~2 ms a pass, 3 passes, so a measurement
+ * costs ~10-20 ms next to prefills of 0.1-10 s. */
+#define PEAK_ITERS (1L << 20)
+
+static hy_peak measure_peak(const bench *b) {
+    hy_peak pk = {0, 0, 0, 0};
+    if (b->bw_buf) hy_peak_measure(b->bw_tp, PEAK_ITERS, 3, &pk);
+    return pk;
+}
+
 /* One run of a test from the depth state: pp (n tokens in one call) or tg (n one-token calls).
  * Returns 0, the wall / per-thread CPU seconds, and bw_s[0]: wall seconds x GB/s of bandwidth
  * measured next to the timed work (the bytes the machine could have read meanwhile, / 1e9),
- * bw_s[1]: the same on CPU seconds and CPU-time bandwidth figures.
+ * bw_s[1]: the same on CPU seconds and CPU-time bandwidth figures; for pp, pk_s: wall (CPU)
+ * seconds x the mean of the compute peaks measured right before and after the run, fp32 wall,
+ * fp32 CPU, bf16 wall, bf16 CPU (the GFLOP the machine could have done meanwhile).
  * tg with bw_every > 0 decodes in segments of bw_every tokens and measures the bandwidth
  * between them (untimed): each segment is weighed against the mean of the figures taken right
  * before and right after it, because this machine's bandwidth moves within a few seconds (one
  * figure per repetition of a 128-token run gave fractions that scattered by +-16%). */
-static int run_test(bench *b, bool pp, int n, double *wall, double *cpu, double bw_s[2], hy_err *err) {
+static int run_test(bench *b, bool pp, int n, double *wall, double *cpu, double bw_s[2], double pk_s[4],
+                    hy_err *err) {
     if (hy_seq_rewind(b->seq, b->depth, b->snap, err)) return -1;
     *wall = *cpu = bw_s[0] = bw_s[1] = 0;
+    for (int i = 0; i < 4; i++) pk_s[i] = 0;
     const int seg = pp || b->bw_every <= 0 ? n : b->bw_every;
+    const hy_peak pk0 = pp ? measure_peak(b) : (hy_peak){0, 0, 0, 0};
     hy_membw bw = measure_bw(b);
     for (int i0 = 0; i0 < n; i0 += seg) {
         const int i1 = i0 + seg < n ? i0 + seg : n;
@@ -190,6 +210,13 @@ static int run_test(bench *b, bool pp, int n, double *wall, double *cpu, double 
         bw_s[1] += c * bw.gbs_cpu;
         bw = next;
     }
+    if (pp) {
+        const hy_peak pk1 = measure_peak(b);
+        pk_s[0] = *wall * 0.5 * (pk0.fp32_wall + pk1.fp32_wall);
+        pk_s[1] = *cpu * 0.5 * (pk0.fp32_cpu + pk1.fp32_cpu);
+        pk_s[2] = *wall * 0.5 * (pk0.bf16_wall + pk1.bf16_wall);
+        pk_s[3] = *cpu * 0.5 * (pk0.bf16_cpu + pk1.bf16_cpu);
+    }
     const int V = b->m->hp.vocab_size;
     for (int v = 0; v < V; v++)
         if (!isfinite(b->logits[v])) {
@@ -202,14 +229,17 @@ static int run_test(bench *b, bool pp, int n, double *wall, double *cpu, double 
 static void print_header(const bench *b) {
     if (b->csv) {
         printf("test,depth,tokens,reps,tps,tps_sd,tps_cpu,tps_cpu_sd,weights_bytes_per_tok,state_bytes_per_tok,"
-               "bw_gbs,bw_cpu_gbs,bw_frac,bw_frac_sd,bw_frac_state,bw_frac_cpu,gflops,gflops_cpu,finite,act\n");
+               "bw_gbs,bw_cpu_gbs,bw_frac,bw_frac_sd,bw_frac_state,bw_frac_cpu,gflops,gflops_cpu,finite,act,"
+               "fp32_peak_gflops,fp32_peak_cpu_gflops,fp32_peak_frac,fp32_peak_frac_cpu,"
+               "bf16_peak_gflops,bf16_peak_cpu_gflops,bf16_peak_frac,bf16_peak_frac_cpu\n");
         return;
     }
-    printf("| %-14s | %17s | %9s | %8s | %8s | %7s | %13s | %6s | %8s | %8s | %8s |\n", "test", "t/s", "t/s cpu",
-           "GB/tok w", "MB/tok s", "BW GB/s", "%BW w", "%BW w+s", "%BW cpu", "GFLOP/s", "GF/s cpu");
-    printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "----------------", "------------------:", "----------:",
+    printf("| %-14s | %17s | %9s | %8s | %8s | %7s | %13s | %6s | %8s | %8s | %8s | %13s |\n", "test", "t/s",
+           "t/s cpu", "GB/tok w", "MB/tok s", "BW GB/s", "%BW w", "%BW w+s", "%BW cpu", "GFLOP/s", "GF/s cpu",
+           "%peak cpu");
+    printf("|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n", "----------------", "------------------:", "----------:",
            "---------:", "---------:", "--------:", "--------------:", "-------:", "---------:", "---------:",
-           "---------:");
+           "---------:", "--------------:");
     fflush(stdout);
 }
 
@@ -219,6 +249,8 @@ typedef struct test_run {
     int n, done;
     double flops, state_per_tok; /* per run; state bytes per decode token */
     double tps[64], tpsc[64], frac[64], fracs[64], fracc[64], bww[64], bwc[64];
+    double pk[4][64], pkf[4][64]; /* pp: peaks next to each rep (fp32 wall, fp32 CPU, bf16 wall, bf16
+                                   * CPU; time-weighted) and the rep's GFLOP/s over them */
 } test_run;
 
 static void test_init(const bench *b, bool pp, int n, test_run *t) {
@@ -240,15 +272,15 @@ static void test_init(const bench *b, bool pp, int n, test_run *t) {
 }
 
 static int test_warmup(bench *b, const test_run *t, hy_err *err) {
-    double wall, cpu, bw_s[2];
+    double wall, cpu, bw_s[2], pk_s[4];
     const int nw = t->pp ? (t->n < 128 ? t->n : 128) : (t->n < 4 ? t->n : 4);
-    return run_test(b, t->pp, nw, &wall, &cpu, bw_s, err);
+    return run_test(b, t->pp, nw, &wall, &cpu, bw_s, pk_s, err);
 }
 
 static int test_rep(bench *b, test_run *t, hy_err *err) {
-    double wall = 0, cpu = 0, bw_s[2] = {0, 0};
+    double wall = 0, cpu = 0, bw_s[2] = {0, 0}, pk_s[4] = {0, 0, 0, 0};
     const int n = t->n, r = t->done;
-    if (run_test(b, t->pp, n, &wall, &cpu, bw_s, err)) return -1;
+    if (run_test(b, t->pp, n, &wall, &cpu, bw_s, pk_s, err)) return -1;
     if (!(cpu > 0)) cpu = wall;
     t->tps[r] = n / wall;
     t->tpsc[r] = n / cpu;
@@ -258,6 +290,11 @@ static int test_rep(bench *b, test_run *t, hy_err *err) {
     t->frac[r] = bw_s[0] > 0 ? wb / (bw_s[0] * 1e9) : 0;
     t->fracs[r] = bw_s[0] > 0 ? (wb + t->state_per_tok * n) / (bw_s[0] * 1e9) : 0;
     t->fracc[r] = bw_s[1] > 0 ? wb / (bw_s[1] * 1e9) : 0;
+    for (int i = 0; i < 4; i++) {
+        const double sec = i % 2 ? cpu : wall;
+        t->pk[i][r] = pk_s[i] / sec;
+        t->pkf[i][r] = pk_s[i] > 0 ? t->flops / 1e9 / pk_s[i] : 0;
+    }
     t->done++;
     return 0;
 }
@@ -275,6 +312,11 @@ static void test_print(const bench *b, const test_run *t) {
     stats(t->fracc, R, &m_fc, &s_fc);
     stats(t->bww, R, &m_bw, &s_bw);
     stats(t->bwc, R, &m_bwc, &s_bwc);
+    double m_pk[4], m_pkf[4], sd;
+    for (int i = 0; i < 4; i++) {
+        stats(t->pk[i], R, &m_pk[i], &sd);
+        stats(t->pkf[i], R, &m_pkf[i], &sd);
+    }
     const double gf = t->flops / n * m_tps / 1e9, gfc = t->flops / n * m_tpsc / 1e9;
     /* activations of the run's matmuls: bf16 with --fast-prefill for prefill steps of at least
      * HY_MATMUL_GEMM_MIN_T tokens (kernels/matmul.h), fp32 otherwise ("mixed": a last chunk
@@ -292,16 +334,26 @@ static void test_print(const bench *b, const test_run *t) {
         else
             printf("%.0f,%.0f,%.3f,%.3f,%.5f,%.5f,%.5f,%.5f,", (double)k->decode_weight_bytes, state_per_tok, m_bw,
                    m_bwc, m_f, s_f, m_fs, m_fc);
-        printf("%.3f,%.3f,%d,%s\n", gf, gfc, b->all_finite ? 1 : 0, act);
+        printf("%.3f,%.3f,%d,%s", gf, gfc, b->all_finite ? 1 : 0, act);
+        if (pp && m_pk[1] > 0)
+            printf(",%.1f,%.1f,%.5f,%.5f", m_pk[0], m_pk[1], m_pkf[0], m_pkf[1]);
+        else printf(",,,,");
+        if (pp && m_pk[3] > 0)
+            printf(",%.1f,%.1f,%.5f,%.5f\n", m_pk[2], m_pk[3], m_pkf[2], m_pkf[3]);
+        else printf(",,,,\n");
     } else if (pp) {
-        printf("| %-14s | %9.2f ± %5.2f | %9.2f | %8s | %8s | %7s | %13s | %6s | %8s | %8.1f | %8.1f |\n", name, m_tps,
-               s_tps, m_tpsc, "-", "-", "-", "-", "-", "-", gf, gfc);
+        /* against the bf16 dot peak for bf16 activations where the CPU has one, else fp32 FMA */
+        const bool b16 = strcmp(act, "bf16") == 0 && m_pk[3] > 0;
+        char pb[32] = "-";
+        if (m_pk[b16 ? 3 : 1] > 0) snprintf(pb, sizeof pb, "%5.1f%% %s", 100 * m_pkf[b16 ? 3 : 1], b16 ? "bf16" : "fp32");
+        printf("| %-14s | %9.2f ± %5.2f | %9.2f | %8s | %8s | %7s | %13s | %6s | %8s | %8.1f | %8.1f | %13s |\n",
+               name, m_tps, s_tps, m_tpsc, "-", "-", "-", "-", "-", "-", gf, gfc, pb);
     } else {
         char fb[32];
         snprintf(fb, sizeof fb, "%5.1f%% ± %4.1f", 100 * m_f, 100 * s_f);
-        printf("| %-14s | %9.2f ± %5.2f | %9.2f | %8.3f | %8.2f | %7.1f | %13s | %5.1f%% | %7.1f%% | %8.1f | %8.1f |\n",
+        printf("| %-14s | %9.2f ± %5.2f | %9.2f | %8.3f | %8.2f | %7.1f | %13s | %5.1f%% | %7.1f%% | %8.1f | %8.1f | %13s |\n",
                name, m_tps, s_tps, m_tpsc, (double)k->decode_weight_bytes / 1e9, state_per_tok / 1e6, m_bw, fb,
-               100 * m_fs, 100 * m_fc, gf, gfc);
+               100 * m_fs, 100 * m_fc, gf, gfc, "-");
     }
     fflush(stdout);
 }
@@ -454,10 +506,11 @@ HY_CMD(bench) {
            k->decode_weight_bytes / 1e9, k->linear_params / 1e9, k->lm_head_params / 1e9,
            k->gdn_state_bytes / 1e6, k->kv_bytes_per_pos / 1024.0);
     printf("%skernels: %s, %d threads, %d reps (+%s warm-up), chunk %d%s%s%s, bandwidth measured before every rep "
-           "on %d MiB\n",
+           "on %d MiB%s\n",
            pre, hy_ctx_isa(b.ctx), threads, reps, warmup ? "1" : "no", chunk, fast_prefill ? ", fast prefill" : "",
            quant_flags & HY_QUANT_LM_HEAD ? ", quantized lm_head" : "",
-           quant_flags & HY_QUANT_GDN_AB ? ", quantized GDN a/b" : "", bw_mib);
+           quant_flags & HY_QUANT_GDN_AB ? ", quantized GDN a/b" : "", bw_mib,
+           bw_mib > 0 ? ", compute peaks before and after every pp rep" : "");
     if (!b.csv) printf("(machine may be shared: compare the ratios and the cpu columns, not absolute wall figures)\n\n");
     print_header(&b);
 

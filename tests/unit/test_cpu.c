@@ -1,11 +1,15 @@
 /* base/cpu + kernels/cpu/dispatch: feature detection is self-consistent, ISA selection follows
- * request > HYLA_ISA > best, and an unavailable or unknown tier is a clear error. */
+ * request > HYLA_ISA > best, and an unavailable or unknown tier is a clear error. base/peak:
+ * the op counts of the peak loops, and an on-the-spot measurement reports a figure exactly for
+ * the instructions this CPU has (values, never timings). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
 #include "base/cpu.h"
+#include "base/peak.h"
+#include "base/threadpool.h"
 #include "kernels/cpu/dispatch.h"
 
 #include <stdio.h>
@@ -102,8 +106,31 @@ static void test_kernels_init(void **st) {
     assert_int_equal(k.isa, hy_isa_best(&k.cpu));
 }
 
+static void test_peak(void **st) {
+    (void)st;
+    /* twelve chains x lanes x ops per lane, per iteration */
+    assert_true(hy_peak_loop_ops(HY_PEAK_FP32_YMM, 10) == 10.0 * 12 * 8 * 2);
+    assert_true(hy_peak_loop_ops(HY_PEAK_FP32_ZMM, 10) == 10.0 * 12 * 16 * 2);
+    assert_true(hy_peak_loop_ops(HY_PEAK_BF16_ZMM, 10) == 10.0 * 12 * 16 * 4);
+    assert_true(hy_peak_loop_ops(HY_PEAK_INT8_ZMM, 10) == 10.0 * 12 * 16 * 8);
+    hy_cpu_features f;
+    hy_cpu_detect(&f);
+    assert_int_equal(hy_peak_kernel_ok(&f, HY_PEAK_FP32_YMM), f.avx2 && f.fma);
+    assert_int_equal(hy_peak_kernel_ok(&f, HY_PEAK_BF16_ZMM), f.avx512f && f.avx512_bf16);
+    hy_threadpool *tp = NULL;
+    hy_err e = {0};
+    assert_int_equal(hy_threadpool_create(&tp, 2, &e), 0);
+    hy_peak pk;
+    hy_peak_measure(tp, 1 << 12, 2, &pk);
+    const bool fp32 = hy_peak_kernel_ok(&f, HY_PEAK_FP32_YMM) || hy_peak_kernel_ok(&f, HY_PEAK_FP32_ZMM);
+    assert_int_equal(pk.fp32_wall > 0 && pk.fp32_cpu > 0, fp32);
+    assert_int_equal(pk.bf16_wall > 0 && pk.bf16_cpu > 0, hy_peak_kernel_ok(&f, HY_PEAK_BF16_ZMM));
+    hy_threadpool_free(tp);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_peak),
         cmocka_unit_test(test_detect),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_select_rules),
