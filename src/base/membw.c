@@ -4,7 +4,6 @@
 
 #include "base/cpu.h"
 
-#include <time.h>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -40,20 +39,10 @@ static float read_lines(const float *p, size_t n) {
     return s;
 }
 
-static double clock_s(clockid_t id) {
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-#define MEMBW_MAX_THREADS 256
-
 typedef struct membw_job {
-    hy_threadpool *tp;
     const float *buf;
     size_t per; /* floats per thread (multiple of 64) */
     int kind;   /* 2 avx512, 1 avx2, 0 scalar */
-    double t0[MEMBW_MAX_THREADS], t1[MEMBW_MAX_THREADS], cpu[MEMBW_MAX_THREADS];
     volatile float sink;
 } membw_job;
 
@@ -61,9 +50,6 @@ static void membw_run(void *arg, int ith, int nth) {
     membw_job *j = arg;
     (void)nth;
     const float *p = j->buf + j->per * (size_t)ith;
-    hy_threadpool_barrier(j->tp); /* start together */
-    const double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-    j->t0[ith] = clock_s(CLOCK_MONOTONIC);
     float s;
 #if defined(__x86_64__)
     if (j->kind == 2) s = read_avx512(p, j->per);
@@ -71,37 +57,25 @@ static void membw_run(void *arg, int ith, int nth) {
     else
 #endif
         s = read_lines(p, j->per);
-    j->t1[ith] = clock_s(CLOCK_MONOTONIC);
-    j->cpu[ith] = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
     if (s == 1234.5f) j->sink = s; /* keeps the loads alive; practically never true */
 }
 
 void hy_membw_measure(hy_threadpool *tp, const float *buf, size_t n_floats, int passes, hy_membw *out) {
     const int nth = hy_threadpool_size(tp);
     out->gbs_wall = out->gbs_cpu = 0.0;
-    if (nth > MEMBW_MAX_THREADS) return;
-    membw_job jb = {0};
-    membw_job *j = &jb;
     hy_cpu_features f;
     hy_cpu_detect(&f);
-    j->tp = tp;
-    j->buf = buf;
-    j->per = (n_floats / (size_t)nth) & ~(size_t)63;
-    const double bytes = (double)j->per * (double)nth * sizeof(float);
+    membw_job j = {.buf = buf, .per = (n_floats / (size_t)nth) & ~(size_t)63};
+    const double bytes = (double)j.per * (double)nth * sizeof(float);
     for (int p = 0; p < (passes > 0 ? passes : 1); p++) {
         /* ymm loads first, then zmm and ymm in turn: on Zen 4 a stream of 256-bit loads read
          * 3-10% more from DRAM than one of 512-bit loads (alternated in one process, most
          * minutes; equal on the fastest), so a limit measured with zmm loads alone sat below
          * what the GEMV kernels reached */
-        j->kind = f.avx512f && p % 2 ? 2 : f.avx2 ? 1 : 0;
-        hy_threadpool_run(tp, membw_run, j);
-        double t0 = j->t0[0], t1 = j->t1[0], cpu = 0;
-        for (int i = 0; i < nth; i++) {
-            if (j->t0[i] < t0) t0 = j->t0[i];
-            if (j->t1[i] > t1) t1 = j->t1[i];
-            if (j->cpu[i] > cpu) cpu = j->cpu[i];
-        }
-        if (t1 > t0 && bytes / (t1 - t0) / 1e9 > out->gbs_wall) out->gbs_wall = bytes / (t1 - t0) / 1e9;
+        j.kind = f.avx512f && p % 2 ? 2 : f.avx2 ? 1 : 0;
+        double wall, cpu;
+        hy_threadpool_run_timed(tp, membw_run, &j, &wall, &cpu);
+        if (wall > 0 && bytes / wall / 1e9 > out->gbs_wall) out->gbs_wall = bytes / wall / 1e9;
         if (cpu > 0 && bytes / cpu / 1e9 > out->gbs_cpu) out->gbs_cpu = bytes / cpu / 1e9;
     }
 }

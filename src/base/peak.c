@@ -2,7 +2,6 @@
  * attributes and run only after hy_cpu_detect said the CPU and OS support them. */
 #include "base/peak.h"
 
-#include <time.h>
 
 /* Twelve independent accumulators written out (arrays would be kept in memory at -O2). */
 #define PEAK_CHAINS 12
@@ -116,56 +115,34 @@ double hy_peak_loop_ops(hy_peak_kernel k, long iters) {
     return (double)iters * PEAK_CHAINS * lanes * per_lane;
 }
 
-static double clock_s(clockid_t id) {
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-#define PEAK_MAX_THREADS 256
-
 typedef struct peak_job {
-    hy_threadpool *tp;
     hy_peak_kernel k;
     long iters;
-    double t0[PEAK_MAX_THREADS], t1[PEAK_MAX_THREADS], cpu[PEAK_MAX_THREADS];
     volatile float sink;
 } peak_job;
 
 static void peak_run(void *arg, int ith, int nth) {
     peak_job *j = arg;
+    (void)ith;
     (void)nth;
-    hy_threadpool_barrier(j->tp); /* start together */
-    const double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-    j->t0[ith] = clock_s(CLOCK_MONOTONIC);
-    const float s = hy_peak_loop(j->k, j->iters);
-    j->t1[ith] = clock_s(CLOCK_MONOTONIC);
-    j->cpu[ith] = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
-    if (s == 1234.5f) j->sink = s; /* keeps the work alive; practically never true */
+    if (hy_peak_loop(j->k, j->iters) == 1234.5f) j->sink = 1; /* keeps the work alive; practically never true */
 }
 
 /* Best-of-passes GFLOP/s of kernel k on every thread: wall and slowest-thread CPU time. */
-static void measure_kernel(hy_threadpool *tp, hy_peak_kernel k, long iters, int passes, double *wall, double *cpu) {
-    const int nth = hy_threadpool_size(tp);
-    *wall = *cpu = 0;
-    peak_job jb = {.tp = tp, .k = k, .iters = iters};
-    const double gflop = hy_peak_loop_ops(k, iters) * nth / 1e9;
+static void measure_kernel(hy_threadpool *tp, hy_peak_kernel k, long iters, int passes, double *gwall, double *gcpu) {
+    *gwall = *gcpu = 0;
+    peak_job j = {.k = k, .iters = iters};
+    const double gflop = hy_peak_loop_ops(k, iters) * hy_threadpool_size(tp) / 1e9;
     for (int p = 0; p < (passes > 0 ? passes : 1); p++) {
-        hy_threadpool_run(tp, peak_run, &jb);
-        double t0 = jb.t0[0], t1 = jb.t1[0], c = 0;
-        for (int i = 0; i < nth; i++) {
-            if (jb.t0[i] < t0) t0 = jb.t0[i];
-            if (jb.t1[i] > t1) t1 = jb.t1[i];
-            if (jb.cpu[i] > c) c = jb.cpu[i];
-        }
-        if (t1 > t0 && gflop / (t1 - t0) > *wall) *wall = gflop / (t1 - t0);
-        if (c > 0 && gflop / c > *cpu) *cpu = gflop / c;
+        double wall, cpu;
+        hy_threadpool_run_timed(tp, peak_run, &j, &wall, &cpu);
+        if (wall > 0 && gflop / wall > *gwall) *gwall = gflop / wall;
+        if (cpu > 0 && gflop / cpu > *gcpu) *gcpu = gflop / cpu;
     }
 }
 
 void hy_peak_measure(hy_threadpool *tp, long iters, int passes, hy_peak *out) {
     *out = (hy_peak){0, 0, 0, 0};
-    if (hy_threadpool_size(tp) > PEAK_MAX_THREADS) return;
     hy_cpu_features f;
     hy_cpu_detect(&f);
     const hy_peak_kernel k32 = hy_peak_kernel_ok(&f, HY_PEAK_FP32_ZMM) ? HY_PEAK_FP32_ZMM : HY_PEAK_FP32_YMM;

@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define HY_SPIN_BEFORE_YIELD 2048
 #define HY_SPIN_BEFORE_SLEEP 4096
@@ -155,6 +156,47 @@ void hy_threadpool_run(hy_threadpool *tp, hy_job_fn fn, void *ctx) {
 
     int spins = 0;
     while (atomic_load(&tp->n_done) != tp->n - 1) spin_wait_step(&spins);
+}
+
+#define TIMED_MAX_THREADS 1024 /* hy_threadpool_create's limit */
+
+typedef struct timed_job {
+    hy_threadpool *tp;
+    hy_job_fn fn;
+    void *ctx;
+    double t0[TIMED_MAX_THREADS], t1[TIMED_MAX_THREADS], cpu[TIMED_MAX_THREADS];
+} timed_job;
+
+static double clock_s(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void timed_run(void *arg, int ith, int nth) {
+    timed_job *j = arg;
+    hy_threadpool_barrier(j->tp); /* start together */
+    const double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+    j->t0[ith] = clock_s(CLOCK_MONOTONIC);
+    j->fn(j->ctx, ith, nth);
+    j->t1[ith] = clock_s(CLOCK_MONOTONIC);
+    j->cpu[ith] = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+}
+
+void hy_threadpool_run_timed(hy_threadpool *tp, hy_job_fn fn, void *ctx, double *wall, double *cpu) {
+    timed_job *j = malloc(sizeof *j);
+    *wall = *cpu = 0;
+    if (!j) return; /* a measurement that could not run reports zero */
+    *j = (timed_job){.tp = tp, .fn = fn, .ctx = ctx};
+    hy_threadpool_run(tp, timed_run, j);
+    double t0 = j->t0[0], t1 = j->t1[0];
+    for (int i = 0; i < tp->n; i++) {
+        if (j->t0[i] < t0) t0 = j->t0[i];
+        if (j->t1[i] > t1) t1 = j->t1[i];
+        if (j->cpu[i] > *cpu) *cpu = j->cpu[i];
+    }
+    *wall = t1 - t0;
+    free(j);
 }
 
 void hy_threadpool_barrier(hy_threadpool *tp) { hy_threadpool_barrier_prefetch(tp, NULL, 0); }

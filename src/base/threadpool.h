@@ -32,6 +32,11 @@ int hy_threadpool_size(const hy_threadpool *tp);
 /* Runs fn(ctx, ith, nth) on every thread; returns when all have returned. */
 void hy_threadpool_run(hy_threadpool *tp, hy_job_fn fn, void *ctx);
 
+/* Runs fn like hy_threadpool_run with every thread starting it together (after a barrier), for
+ * measurements: *wall gets the elapsed seconds from the first thread's start to the last one's
+ * end, *cpu the longest thread-CPU seconds a thread spent in fn. */
+void hy_threadpool_run_timed(hy_threadpool *tp, hy_job_fn fn, void *ctx, double *wall, double *cpu);
+
 /* Inside a job: waits until all nth threads reached the barrier. Everything
  * written before the barrier is visible to every thread after it. */
 void hy_threadpool_barrier(hy_threadpool *tp);
