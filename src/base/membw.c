@@ -4,7 +4,6 @@
 
 #include "base/cpu.h"
 
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 

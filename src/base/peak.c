@@ -2,7 +2,6 @@
  * attributes and run only after hy_cpu_detect said the CPU and OS support them. */
 #include "base/peak.h"
 
-
 /* Twelve independent accumulators written out (arrays would be kept in memory at -O2). */
 #define PEAK_CHAINS 12
 #define X12(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11)
