@@ -145,10 +145,12 @@ const float *hy_fwd_norm_input(hy_ctx *c, const float *w, int ith, int nth);
 void hy_fwd_rows(const hy_mat *W, int ith, int nth, int *o0, int *o1);
 /* Rows of one matmul call handed to a thread piece by piece. Every thread of the job calls
  * hy_fwd_split_begin for the same matrices in the same order (as for hy_fwd_matmul).
- * Up to HY_MATMUL_GEMV_MAX_T tokens (decode, batched decode): model/rowsplit.h, each thread
- * streams its own contiguous part, a thread that runs out takes over half of another's.
- * More tokens (prefill): one balanced static range per thread (hy_fwd_rows). Results never
- * depend on the split (kernels/matmul.h). */
+ * model/rowsplit.h: each thread takes its own contiguous part piece by piece, a thread that
+ * runs out takes over half of another's. Decode and batched decode (up to
+ * HY_MATMUL_GEMV_MAX_T tokens) take pieces of 64 KiB of weights or more, so each thread
+ * streams; prefill pieces of 128 rows or more (compute bound: the pieces only keep both
+ * threads busy to the barrier when the machine slows one of them). Results never depend on
+ * the split (kernels/matmul.h). */
 typedef struct hy_fwd_split {
     hy_rowsplit_call call;
     bool dynamic, done;

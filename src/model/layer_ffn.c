@@ -41,7 +41,9 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
             rows[n][0] = o0;
             rows[n++][1] = o1;
         }
-        if (n == HY_FFN_RANGES || (!more && n)) {
+        /* prefill: up_proj right behind each piece, so a thread that takes over another's
+         * gate_proj rows takes their up_proj rows too (the streams do not matter there) */
+        if (n == HY_FFN_RANGES || (!more && n) || (n && T > HY_MATMUL_GEMV_MAX_T)) {
             for (int i = 0; i < n; i++) {
                 const int r0 = rows[i][0], r1 = rows[i][1];
                 hy_fwd_matmul_rows(c, &lw->up_proj, T, xn, D, c->f_up, F, r0, r1, false, true, ith);
