@@ -158,13 +158,12 @@ void hy_threadpool_run(hy_threadpool *tp, hy_job_fn fn, void *ctx) {
     while (atomic_load(&tp->n_done) != tp->n - 1) spin_wait_step(&spins);
 }
 
-#define TIMED_MAX_THREADS 1024 /* hy_threadpool_create's limit */
-
+/* One pool job timed per thread; t0 / t1 / cpu: tp->n entries each (one allocation). */
 typedef struct timed_job {
     hy_threadpool *tp;
     hy_job_fn fn;
     void *ctx;
-    double t0[TIMED_MAX_THREADS], t1[TIMED_MAX_THREADS], cpu[TIMED_MAX_THREADS];
+    double *t0, *t1, *cpu;
 } timed_job;
 
 static double clock_s(clockid_t id) {
@@ -184,19 +183,20 @@ static void timed_run(void *arg, int ith, int nth) {
 }
 
 void hy_threadpool_run_timed(hy_threadpool *tp, hy_job_fn fn, void *ctx, double *wall, double *cpu) {
-    timed_job *j = malloc(sizeof *j);
+    const size_t n = (size_t)tp->n;
+    double *times = malloc(3 * n * sizeof *times);
     *wall = *cpu = 0;
-    if (!j) return; /* a measurement that could not run reports zero */
-    *j = (timed_job){.tp = tp, .fn = fn, .ctx = ctx};
-    hy_threadpool_run(tp, timed_run, j);
-    double t0 = j->t0[0], t1 = j->t1[0];
-    for (int i = 0; i < tp->n; i++) {
-        if (j->t0[i] < t0) t0 = j->t0[i];
-        if (j->t1[i] > t1) t1 = j->t1[i];
-        if (j->cpu[i] > *cpu) *cpu = j->cpu[i];
+    if (!times) return; /* a measurement that could not run reports zero */
+    timed_job job = {.tp = tp, .fn = fn, .ctx = ctx, .t0 = times, .t1 = times + n, .cpu = times + 2 * n};
+    hy_threadpool_run(tp, timed_run, &job);
+    double t0 = job.t0[0], t1 = job.t1[0];
+    for (size_t i = 0; i < n; i++) {
+        if (job.t0[i] < t0) t0 = job.t0[i];
+        if (job.t1[i] > t1) t1 = job.t1[i];
+        if (job.cpu[i] > *cpu) *cpu = job.cpu[i];
     }
     *wall = t1 - t0;
-    free(j);
+    free(times);
 }
 
 void hy_threadpool_barrier(hy_threadpool *tp) { hy_threadpool_barrier_prefetch(tp, NULL, 0); }
