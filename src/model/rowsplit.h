@@ -1,5 +1,6 @@
 /*
- * Rows of a decode matmul shared by the threads of one step job, for streaming.
+ * Rows of a matmul shared by the threads of one step job: for streaming in decode, and in
+ * prefill so that a thread the machine slows does not hold the other at the next barrier.
  *
  * Each thread starts with its own contiguous part of the rows (a static split) and takes it
  * front to back in pieces (a quarter of what is left of it, 1 to 8 times the call's piece);
