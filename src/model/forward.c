@@ -497,7 +497,8 @@ void hy_fwd_split_reset(hy_ctx *c) { hy_rowsplit_reset(c->split); }
  * end, long enough that the compare-and-swap per piece costs nothing next to the reads. */
 #define HY_SPLIT_PIECE_BYTES (64u << 10)
 
-/* Prefill: rows an owner takes at a time at least (a GEMM row block on every tier). Compute
+/* Prefill: rows an owner takes at a time at least (the row block of the row-group and
+ * bf16-pair GEMMs, matmul_avx2.c / matmul_avx512.c / matmul_blk.h). Compute
  * bound, so the pieces only need to be long against the call overhead and short against a
  * matmul: a 27B gate_proj piece of 128 rows x 512 tokens is ~7 ms on one thread. */
 #define HY_SPLIT_PREFILL_ROWS 128
