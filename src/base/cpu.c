@@ -63,6 +63,9 @@ void hy_cpu_detect(hy_cpu_features *f) {
     __cpuid_count(7, 0, a, b, c, d);
     const unsigned max_sub7 = a;
     f->avx2 = (b >> 5) & 1;
+#if defined(HY_AVX512_EMU)
+    f->avx512_emu = f->avx2 && f->fma && f->f16c;
+#endif
     if (f->os_avx512) {
         f->avx512f = (b >> 16) & 1;
         f->avx512dq = (b >> 17) & 1;
@@ -94,8 +97,9 @@ bool hy_isa_supported(const hy_cpu_features *f, hy_isa isa) {
     case HY_ISA_REF: return true;
     case HY_ISA_AVX2: return f->avx2 && f->fma && f->f16c;
     case HY_ISA_AVX512:
-        return f->avx2 && f->fma && f->f16c && f->avx512f && f->avx512bw && f->avx512dq && f->avx512vl &&
-               f->avx512_bf16 && f->avx512_vnni;
+        return f->avx2 && f->fma && f->f16c &&
+               (f->avx512_emu || (f->avx512f && f->avx512bw && f->avx512dq && f->avx512vl && f->avx512_bf16 &&
+                                  f->avx512_vnni));
     default: return false;
     }
 }
@@ -108,9 +112,10 @@ hy_isa hy_isa_best(const hy_cpu_features *f) {
 
 void hy_cpu_describe(const hy_cpu_features *f, char *buf, int cap) {
     if (cap <= 0) return;
-    snprintf(buf, (size_t)cap, "%s%s%s:%s%s%s%s%s%s%s%s%s%s", f->brand[0] ? f->brand : "unknown CPU",
+    snprintf(buf, (size_t)cap, "%s%s%s:%s%s%s%s%s%s%s%s%s%s%s", f->brand[0] ? f->brand : "unknown CPU",
              f->vendor[0] ? " / " : "", f->vendor, f->avx2 ? " avx2" : "", f->fma ? " fma" : "",
              f->f16c ? " f16c" : "", f->avx512f ? " avx512f" : "", f->avx512bw ? " avx512bw" : "",
              f->avx512dq ? " avx512dq" : "", f->avx512vl ? " avx512vl" : "", f->avx512_bf16 ? " avx512_bf16" : "",
-             f->avx512_vnni ? " avx512_vnni" : "", f->os_avx512 ? "" : (f->os_avx ? " (os: no zmm state)" : ""));
+             f->avx512_vnni ? " avx512_vnni" : "", f->os_avx512 ? "" : (f->os_avx ? " (os: no zmm state)" : ""),
+             f->avx512_emu ? " (avx512 tier emulated)" : "");
 }

@@ -19,6 +19,9 @@ typedef struct hy_cpu_features {
     bool avx, avx2, fma, f16c;
     bool avx512f, avx512bw, avx512dq, avx512vl;
     bool avx512_bf16, avx512_vnni;
+    bool avx512_emu;   /* test build with HY_AVX512_EMU on an AVX2 CPU: the avx512 tier runs
+                          emulated (kernels/cpu/avx512_emu.h); the avx512* bits above stay the
+                          hardware's, since code outside that tier uses them for real */
 } hy_cpu_features;
 
 /* Fills f (all false on non-x86 builds). Feature bits are reported only when the OS also

@@ -154,13 +154,7 @@ static void test_cases(void **st) {
 }
 
 #if defined(__x86_64__)
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
-#endif
-#include <immintrin.h>
+#include "kernels/cpu/avx512_begin.h"
 
 #include "kernels/cpu/vec_avx512.inc"
 
@@ -185,11 +179,7 @@ static int hsum4x4_mismatches(rng *r, int n) {
     }
     return bad;
 }
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/avx512_end.h"
 
 static void test_hsum4x4(void **st) {
     (void)st;

@@ -1,7 +1,8 @@
 /*
  * AVX-512 instance of the grouped-query attention kernel (template: attn_simd.inc). Compiled
- * for the avx512 tier only by target pragmas, so the rest of the binary stays baseline x86-64;
- * the table must only be used after kernels/cpu/dispatch.c checked the CPU. 16 fp32 lanes,
+ * for the avx512 tier only, inside the target region of kernels/cpu/avx512_begin.h, so the rest
+ * of the binary stays baseline x86-64; the table must only be used after kernels/cpu/dispatch.c
+ * checked the CPU. 16 fp32 lanes,
  * 32 registers: score tiles of 4 rows x 4 keys (16 accumulators), P·V tiles of 4 rows x
  * 4 vectors (64 dims).
  */
@@ -9,14 +10,7 @@
 
 #if defined(__x86_64__)
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")
-#endif
-
-#include <immintrin.h>
+#include "kernels/cpu/avx512_begin.h"
 
 #define ATTN_MR 4
 #define ATTN_NV 4
@@ -26,11 +20,7 @@
 
 #include "kernels/cpu/attn_simd.inc"
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/avx512_end.h"
 
 const hy_attn_ops *hy_attn_ops_avx512(void) { return &k_attn_simd; }
 

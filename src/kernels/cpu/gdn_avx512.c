@@ -1,7 +1,8 @@
 /*
  * AVX-512 instance of the Gated DeltaNet kernels (template: gdn_simd.inc). Compiled for the
- * avx512 tier only by target pragmas, so the rest of the binary stays baseline x86-64; the
- * table must only be used after kernels/cpu/dispatch.c checked the CPU (hy_isa_supported).
+ * avx512 tier only, inside the target region of kernels/cpu/avx512_begin.h, so the rest of the
+ * binary stays baseline x86-64; the table must only be used after kernels/cpu/dispatch.c checked
+ * the CPU (hy_isa_supported).
  * 16 fp32 lanes, 32 registers: product tiles of 4 rows x 4 vectors, recurrent blocks of
  * 2 vectors (32 state columns) with 4 interleaved partial sums, or of whole rows (8 vectors,
  * 128 columns) for one token.
@@ -10,14 +11,7 @@
 
 #if defined(__x86_64__)
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
-#endif
-
-#include <immintrin.h>
+#include "kernels/cpu/avx512_begin.h"
 
 #define GEMM_MR 4
 #define GEMM_NV 4
@@ -31,11 +25,7 @@
 
 #include "kernels/cpu/gdn_simd.inc"
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/avx512_end.h"
 
 const hy_gdn_ops *hy_gdn_ops_avx512(void) { return &k_gdn_simd; }
 

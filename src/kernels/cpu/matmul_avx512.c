@@ -1,7 +1,7 @@
 /*
  * AVX-512 instance of the matmul kernels (template: matmul_simd.inc). Compiled for the avx512
- * tier only by target pragmas; hy_matmul_avx512() must only be called after
- * kernels/cpu/dispatch.c checked the CPU. 16 fp32 lanes, 32 registers: float tiles of 4 rows x
+ * tier only, inside the target region of kernels/cpu/avx512_begin.h; hy_matmul_avx512() must
+ * only be called after kernels/cpu/dispatch.c checked the CPU. 16 fp32 lanes, 32 registers: float tiles of 4 rows x
  * 6 tokens (24 accumulators) with fp32 activations, the bf16-activation GEMM of
  * matmul_gemm.inc (vdpbf16ps), int8 through vpdpbusd with the
  * weights unsigned (zero point 128 for Q8, 8 for Q4) in tiles of 64 rows x 2 tokens (measured
@@ -11,14 +11,7 @@
 
 #if defined(__x86_64__)
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c")
-#endif
-
-#include <immintrin.h>
+#include "kernels/cpu/avx512_begin.h"
 #include <stdbool.h>
 #include <string.h>
 
@@ -183,11 +176,7 @@ static inline void vi_store_i8(int8_t *p, vi a) { _mm_storeu_si128((__m128i *)p,
 
 #include "kernels/cpu/matmul_simd.inc"
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/avx512_end.h"
 
 hy_matmul_fn hy_matmul_avx512(void) { return mm_simd; }
 bool hy_matmul_avx512_panel_walk(void) { return MM_BF16_T1_PANEL_WALK; }
