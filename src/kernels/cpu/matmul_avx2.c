@@ -28,6 +28,7 @@ typedef __m256 vf;
 typedef __m256i vm;
 typedef __m256i vi;
 #define VL 8
+#define MM_VREGS 16 /* vector registers */
 #define RV 8
 /* GEMM tiles: 3 rows x 4 tokens (12 accumulators), 3 x 3 where bf16 weights are converted in
  * registers (GCC spilled accumulators of larger tiles there, or loaded each token vector once

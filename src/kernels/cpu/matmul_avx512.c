@@ -19,6 +19,7 @@ typedef __m512 vf;
 typedef __mmask16 vm;
 typedef __m512i vi;
 #define VL 16
+#define MM_VREGS 32 /* vector registers */
 #define RV 16
 #define MM_MR 4
 #define MM_NT 6
