@@ -19,7 +19,8 @@ test: build
 
 # The avx512 kernel tier's tests on a CPU without AVX-512: a separate build whose avx512 tier
 # runs on AVX2 with the intrinsics emulated (src/kernels/cpu/avx512_emu.h), and is the default
-# tier there. The tests that run every tier, and the batched forward pass.
+# tier there. The tests that run every tier, and the batched forward pass; the model tests on
+# that tier alone (HYLA_ISA: make test runs the others).
 EMU_TESTS = test_avx512_emu test_matmul_simd test_gdn_simd test_attn_simd test_golden test_formats_tiers \
             test_forward_batch
 empty :=
@@ -27,7 +28,7 @@ space := $(empty) $(empty)
 test-avx512emu: setup
 	@cmake -S . -B build-avx512emu -DCMAKE_BUILD_TYPE=Release -DHYLA_AVX512_EMU=ON >/dev/null
 	@cmake --build build-avx512emu -j $(JOBS) --target $(EMU_TESTS)
-	@cd build-avx512emu && ctest --output-on-failure -j $(JOBS) -R '^($(subst $(space),|,$(strip $(EMU_TESTS))))$$'
+	@cd build-avx512emu && HYLA_ISA=avx512 ctest --output-on-failure -j $(JOBS) -R '^($(subst $(space),|,$(strip $(EMU_TESTS))))$$'
 
 asan: setup
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHYLA_SANITIZE=ON >/dev/null

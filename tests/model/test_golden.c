@@ -88,21 +88,12 @@ static float *run_all(hy_ctx *ctx, hy_seq *seq, const int32_t *ids, int n, const
     return lg;
 }
 
-/* The kernel tiers to run: every one this machine supports (ref always). */
+/* The kernel tiers to run: $HYLA_ISA's, else every one this machine supports (ref always);
+ * under sanitizers the best one only (test_util.h). */
 static int n_isas;
 static const char *isas[HY_ISA_COUNT];
 
-static void pick_isas(void) {
-    hy_cpu_features f;
-    hy_cpu_detect(&f);
-    n_isas = 0;
-    if (SANITIZED) { /* memory checking: the best tier only (test_matmul_simd covers every tier's kernels) */
-        isas[n_isas++] = hy_isa_name(hy_isa_best(&f));
-        return;
-    }
-    for (int i = 0; i < HY_ISA_COUNT; i++)
-        if (hy_isa_supported(&f, (hy_isa)i)) isas[n_isas++] = hy_isa_name((hy_isa)i);
-}
+static void pick_isas(void) { n_isas = hy_test_isa_tiers(isas, HY_ISA_COUNT); }
 
 static void check_model(const char *name, double *worst_out) {
     char *mpath = data_pathf("golden/%s/manifest.json", name);
