@@ -6,6 +6,7 @@
  * stream counts taking turns within each rep; "x paired": median over reps of the ratio to one
  * stream in the same rep.
  * Usage: bench_streams MODEL_DIR [threads=2] [steps=8] [reps=2] [streams=1,4,8,16]
+ *        [weights=auto|bf16|fp8|q8|q4] (as hyla's --weights)
  * Without MODEL_DIR it says so and exits 0 (scripts/run-bench passes the 0.8B-shaped random
  * model). Prints a table; no asserts. */
 #include "model/forward.h"
@@ -26,13 +27,18 @@ static double now_s(clockid_t id) {
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        printf("bench_streams: no model given (usage: bench_streams MODEL_DIR [threads] [steps] [reps] [streams]); "
-               "skipped\n");
+        printf("bench_streams: no model given (usage: bench_streams MODEL_DIR [threads] [steps] [reps] [streams] "
+               "[weights]); skipped\n");
         return 0;
     }
     const int threads = argc > 2 ? atoi(argv[2]) : 2, steps = argc > 3 ? atoi(argv[3]) : 8,
               reps = argc > 4 ? atoi(argv[4]) : 2;
     const char *list = argc > 5 ? argv[5] : "1,4,8,16";
+    const int wreq = hy_wreq_parse(argc > 6 ? argv[6] : "auto");
+    if (wreq < 0) {
+        fprintf(stderr, "bench_streams: weights '%s': expected auto, bf16, fp8, q8 or q4\n", argv[6]);
+        return 1;
+    }
     int ns[32], n_ns = 0, max_n = 0;
     for (const char *p = list; *p && n_ns < 32;) {
         int v = atoi(p);
@@ -57,7 +63,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     hy_ctx *ctx = NULL;
-    hy_ctx_opts o = {.n_threads = threads};
+    hy_ctx_opts o = {.n_threads = threads, .weights = (hy_wreq)wreq};
     if (hy_ctx_create(&ctx, m, &o, &err)) {
         fprintf(stderr, "bench_streams: %s\n", err.msg);
         hy_model_free(m);
@@ -76,8 +82,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_streams: %s\n", err.msg);
             return 1;
         }
-    printf("bench_streams: %s, %d threads, kernels %s, %d decode steps per rep, best of %d\n", argv[1],
-           hy_ctx_threads(ctx), hy_ctx_isa(ctx), steps, reps);
+    printf("bench_streams: %s, weights %s, %d threads, kernels %s, %d decode steps per rep, best of %d\n", argv[1],
+           hy_wreq_name((hy_wreq)wreq), hy_ctx_threads(ctx), hy_ctx_isa(ctx), steps, reps);
     /* The stream counts take turns within each rep, so every count sees the same minutes of a
      * machine whose bandwidth moves; "x paired" is the median over reps of the ratio to one
      * stream measured in the same rep. */
