@@ -1,0 +1,13 @@
+/*
+ * The avx2 tier's second attention instance (attn_avx2_wide.c): the template attn_simd.inc with
+ * tiles of 4 query rows, which attn_avx2.c's table runs for calls of several tokens (prefill).
+ * Same contract and per-row results as kernels/attn.h's gqa; only after the CPU check.
+ */
+#ifndef HY_KERNELS_CPU_ATTN_AVX2_WIDE_H
+#define HY_KERNELS_CPU_ATTN_AVX2_WIDE_H
+
+#include "kernels/attn.h"
+
+void hy_attn_avx2_gqa_wide(const hy_attn_args *a, float *work);
+
+#endif
