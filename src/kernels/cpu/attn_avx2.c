@@ -10,14 +10,7 @@
 
 #if defined(__x86_64__)
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
-
-#include <immintrin.h>
+#include "kernels/cpu/avx2_begin.h"
 
 #define ATTN_MR 2
 #define ATTN_NV 4
@@ -33,11 +26,7 @@ static void gqa_avx2(const hy_attn_args *a, float *work) {
     else simd_gqa(a, work);
 }
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/avx2_end.h"
 
 static const hy_attn_ops k_attn_avx2 = {.name = ATTN_ISA_NAME, .gqa = gqa_avx2};
 const hy_attn_ops *hy_attn_ops_avx2(void) { return &k_attn_avx2; }

@@ -14,14 +14,7 @@
 
 #if defined(__x86_64__)
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
-
-#include <immintrin.h>
+#include "kernels/cpu/avx2_begin.h"
 
 #define ATTN_MR 4
 #define ATTN_NK 3
@@ -35,10 +28,6 @@
 
 void hy_attn_avx2_gqa_wide(const hy_attn_args *a, float *work) { simd_gqa(a, work); }
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/avx2_end.h"
 
 #endif

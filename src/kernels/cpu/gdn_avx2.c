@@ -8,14 +8,7 @@
 
 #if defined(__x86_64__)
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
-
-#include <immintrin.h>
+#include "kernels/cpu/avx2_begin.h"
 
 #define GEMM_MR 4
 #define GEMM_NV 2
@@ -28,11 +21,7 @@
 
 #include "kernels/cpu/gdn_simd.inc"
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/avx2_end.h"
 
 const hy_gdn_ops *hy_gdn_ops_avx2(void) { return &k_gdn_simd; }
 

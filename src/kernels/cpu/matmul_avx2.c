@@ -13,14 +13,8 @@
 
 #if defined(__x86_64__)
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
-#endif
+#include "kernels/cpu/avx2_begin.h"
 
-#include <immintrin.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -248,11 +242,7 @@ static inline void vi_store_i8(int8_t *p, vi a) { /* 8 int32 in [-127, 127] -> 8
 
 #include "kernels/cpu/matmul_simd.inc"
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/avx2_end.h"
 
 hy_matmul_fn hy_matmul_avx2(void) { return mm_simd; }
 bool hy_matmul_avx2_panel_walk(void) { return MM_BF16_T1_PANEL_WALK; }
