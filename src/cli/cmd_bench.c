@@ -505,9 +505,10 @@ HY_CMD(bench) {
                                      : "",
            k->decode_weight_bytes / 1e9, k->linear_params / 1e9, k->lm_head_params / 1e9,
            k->gdn_state_bytes / 1e6, k->kv_bytes_per_pos / 1024.0);
-    printf("%skernels: %s, %d threads, %d reps (+%s warm-up), chunk %d%s%s%s, bandwidth measured before every rep "
+    printf("%skernels: %s%s%s%s, %d threads, %d reps (+%s warm-up), chunk %d%s%s%s, bandwidth measured before every rep "
            "on %d MiB%s\n",
-           pre, hy_ctx_isa(b.ctx), threads, reps, warmup ? "1" : "no", chunk, fast_prefill ? ", fast prefill" : "",
+           pre, hy_ctx_isa(b.ctx), hy_ctx_tune(b.ctx)[0] ? " (" : "", hy_ctx_tune(b.ctx),
+           hy_ctx_tune(b.ctx)[0] ? " tuning)" : "", threads, reps, warmup ? "1" : "no", chunk, fast_prefill ? ", fast prefill" : "",
            quant_flags & HY_QUANT_LM_HEAD ? ", quantized lm_head" : "",
            quant_flags & HY_QUANT_GDN_AB ? ", quantized GDN a/b" : "", bw_mib,
            bw_mib > 0 ? ", compute peaks before and after every pp rep" : "");
@@ -551,7 +552,7 @@ HY_CMD(bench) {
                hy_ctx_bytes(b.ctx), hy_seq_bytes(b.seq), cap, (double)k->kv_bytes_per_pos * hy_seq_pos(b.seq),
                (unsigned long long)k->gdn_state_bytes, proc_status_kb("VmHWM"), b.bw_floats * sizeof(float));
         printf("# logits: %s\n", b.all_finite ? "finite" : "non-finite");
-        printf("# kernels: %s threads=%d\n", hy_ctx_isa(b.ctx), threads);
+        printf("# kernels: %s threads=%d tune=%s\n", hy_ctx_isa(b.ctx), threads, hy_ctx_tune(b.ctx)[0] ? hy_ctx_tune(b.ctx) : "-");
     } else {
         printf("\nmemory: context %.1f MiB, sequence %.1f MiB reserved (KV capacity %lld positions, %.1f MiB used at "
                "the end; GDN state %.1f MiB), peak RSS %.1f MiB (incl. %d MiB bandwidth buffer)\n",

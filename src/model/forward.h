@@ -63,6 +63,8 @@ int hy_ctx_threads(const hy_ctx *ctx);
 size_t hy_ctx_bytes(const hy_ctx *ctx);
 /* The kernel tier in use ("ref", "avx2", "avx512"). */
 const char *hy_ctx_isa(const hy_ctx *ctx);
+/* Which instance of the tier's matmul kernels (kernels/cpu/dispatch.h: "intel", "zen" or ""). */
+const char *hy_ctx_tune(const hy_ctx *ctx);
 /* The matrices as the forward pass reads them, with per-class byte counts (->cls). */
 const hy_linears *hy_ctx_linears(const hy_ctx *ctx);
 

@@ -76,6 +76,28 @@ static void test_select_rules(void **st) {
     assert_non_null(strstr(e.msg, "sse9"));
 }
 
+/* The avx512 matmul instance: HYLA_TUNE's value, else the vendor; anything else is refused. */
+static void test_tune_rules(void **st) {
+    (void)st;
+    hy_cpu_features intel = {0}, amd = {0};
+    strcpy(intel.vendor, "GenuineIntel");
+    strcpy(amd.vendor, "AuthenticAMD");
+    hy_err e = {0};
+    bool in = false;
+    assert_int_equal(hy_cpu_tune_select(&intel, NULL, &in, &e), 0);
+    assert_true(in);
+    assert_int_equal(hy_cpu_tune_select(&amd, "auto", &in, &e), 0);
+    assert_false(in);
+    assert_int_equal(hy_cpu_tune_select(&intel, "zen", &in, &e), 0);
+    assert_false(in);
+    assert_int_equal(hy_cpu_tune_select(&amd, "intel", &in, &e), 0);
+    assert_true(in);
+    assert_int_equal(hy_cpu_tune_select(&amd, "skylake", &in, &e), HY_E_INVALID);
+    printf("error: %s\n", e.msg);
+    assert_non_null(strstr(e.msg, "HYLA_TUNE"));
+    assert_non_null(strstr(e.msg, "skylake"));
+}
+
 static void test_kernels_init(void **st) {
     (void)st;
     hy_cpu_kernels k;
@@ -134,6 +156,7 @@ int main(void) {
         cmocka_unit_test(test_detect),
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_select_rules),
+        cmocka_unit_test(test_tune_rules),
         cmocka_unit_test(test_kernels_init),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

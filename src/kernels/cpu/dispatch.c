@@ -67,6 +67,17 @@ int hy_isa_select(const hy_cpu_features *f, const char *request, const char *env
     return 0;
 }
 
+int hy_cpu_tune_select(const hy_cpu_features *f, const char *env, bool *intel, hy_err *e) {
+    if (!env || !env[0] || !strcmp(env, "auto")) {
+        *intel = !strcmp(f->vendor, "GenuineIntel");
+        return 0;
+    }
+    if (strcmp(env, "intel") && strcmp(env, "zen"))
+        return hy_err_set(e, HY_E_INVALID, "HYLA_TUNE: unknown value '%s' (expected intel, zen or auto)", env);
+    *intel = !strcmp(env, "intel");
+    return 0;
+}
+
 int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
     memset(k, 0, sizeof *k);
     hy_cpu_detect(&k->cpu);
@@ -78,6 +89,14 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
     k->ops = *hy_ops_ref();
     k->ops.name = hy_isa_name(isa);
     k->ops.matmul = hy_matmul_get(isa);
+    k->tune = "";
+    if (isa == HY_ISA_AVX512) {
+        bool intel;
+        rc = hy_cpu_tune_select(&k->cpu, getenv("HYLA_TUNE"), &intel, e);
+        if (rc) return rc;
+        if (intel) k->ops.matmul = hy_matmul_avx512_intel();
+        k->tune = intel ? "intel" : "zen";
+    }
     if (!k->gdn || !k->attn || !k->ops.matmul)
         return hy_err_set(e, HY_E_UNSUPPORTED, "instruction set '%s' is not compiled into this build",
                           hy_isa_name(isa));

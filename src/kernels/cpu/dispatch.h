@@ -24,6 +24,8 @@ typedef struct hy_cpu_kernels {
     const hy_attn_ops *attn; /* grouped-query attention over the KV cache (kernels/attn.h) */
     hy_ops ops;             /* matmul kernels of that tier (kernels/ops.h); ops not yet
                                vectorised for a tier are the reference ones */
+    const char *tune;       /* which instance of the tier's matmul kernels: "intel" or "zen"
+                               (avx512: hy_cpu_tune_select), "" for the other tiers */
 } hy_cpu_kernels;
 
 /* request: tier name, or NULL / "" / "auto" to use $HYLA_ISA or else the best tier.
@@ -33,5 +35,10 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e);
 /* The selection rule alone, on given features (testable without the real CPU): request as
  * above; env is the value of HYLA_ISA (may be NULL). */
 int hy_isa_select(const hy_cpu_features *f, const char *request, const char *env, hy_isa *out, hy_err *e);
+
+/* The avx512 matmul instance (kernels/matmul.h): env (the value of HYLA_TUNE) "intel" or
+ * "zen", else ("auto", empty or NULL) "intel" on a GenuineIntel CPU and "zen" otherwise.
+ * Returns 0 and *intel, or HY_E_INVALID for another value. */
+int hy_cpu_tune_select(const hy_cpu_features *f, const char *env, bool *intel, hy_err *e);
 
 #endif

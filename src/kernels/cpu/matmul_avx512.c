@@ -6,6 +6,17 @@
  * matmul_gemm.inc (vdpbf16ps), int8 through vpdpbusd with the
  * weights unsigned (zero point 128 for Q8, 8 for Q4) in tiles of 64 rows x 2 tokens (measured
  * faster on Zen 4 than 32 x 4, 32 x 3, 16 x 6 or 64 x 3).
+ *
+ * Two instances: this file (tuned on Zen 4) and matmul_avx512_intel.c, which defines
+ * MM_AVX512_INTEL and includes this file, for Intel cores (dispatch.c picks it by the CPU's
+ * vendor, or HYLA_TUNE). They differ only in the software prefetch of one-token GEMVs, so both
+ * compute the same sums in the same order. On Zen 4 the hardware prefetchers fed one-token
+ * bf16 rows of up to ~4096 columns and Q8 / Q4 records best alone (prefetching every line was
+ * 5-12% slower). An Intel core (Xeon, AVX-512 BF16, 2 vCPUs, 15 GB/s per core from DRAM) keeps
+ * too few lines in flight while it computes: prefetching every line 32 KiB ahead (into L2) read
+ * 1.18-1.20x the bytes per second of bf16 rows of 1024 columns (the 0.8B lm_head), 1.13-1.22x
+ * of bf16 panels, 1.09-1.11x of Q8 and 1.16-1.20x of Q4 (both threads from DRAM, the
+ * instances alternated in one process).
  */
 #include "kernels/matmul.h"
 
@@ -28,7 +39,13 @@ typedef __m512i vi;
  * ~0.8-0.93 of the read bandwidth against ~0.56-0.76 with 4 rows and ~0.7-0.83 with 2 (same
  * runs, alternated); FP8 stays at 4 rows (bound by its conversion; 1 row was 20% slower) */
 #define MM_MR_V_BF16_T1 1
+#ifdef MM_AVX512_INTEL
+#define MM_BF16_T1_PF_COLS 0 /* every width */
+#define MM_BF16_PANEL_PF 1   /* gemv_bf16_panels prefetches every line */
+#define MM_Q_T1_PF_LINES 1   /* one-token Q8 / Q4 tiles prefetch every line of a record */
+#else
 #define MM_BF16_T1_PF_COLS 4096
+#endif
 /* one-token calls on bf16 panel matrices: gemv_bf16_panels (matmul_simd.inc) */
 #define MM_BF16_T1_PANEL_WALK 1
 #define MM_NT_V 4
@@ -179,10 +196,16 @@ static inline void vi_store_i8(int8_t *p, vi a) { _mm_storeu_si128((__m128i *)p,
 
 #include "kernels/cpu/avx512_end.h"
 
+#ifdef MM_AVX512_INTEL
+hy_matmul_fn hy_matmul_avx512_intel(void) { return mm_simd; }
+#else
 hy_matmul_fn hy_matmul_avx512(void) { return mm_simd; }
 bool hy_matmul_avx512_panel_walk(void) { return MM_BF16_T1_PANEL_WALK; }
 bool hy_matmul_avx512_bf16_groups(void) { return MM_BF16_GROUPS; }
+#endif
 
+#elif defined(MM_AVX512_INTEL)
+hy_matmul_fn hy_matmul_avx512_intel(void) { return NULL; }
 #else
 hy_matmul_fn hy_matmul_avx512(void) { return NULL; }
 bool hy_matmul_avx512_panel_walk(void) { return false; }
