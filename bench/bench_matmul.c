@@ -257,7 +257,8 @@ int main(int argc, char **argv) {
     g_cpu = k.cpu;
     char desc[256];
     hy_cpu_describe(&g_cpu, desc, sizeof desc);
-    printf("machine: %s\nkernels: %s\n", desc, hy_isa_name(k.isa));
+    printf("machine: %s\nkernels: %s%s%s%s\n", desc, hy_isa_name(k.isa), k.tune[0] ? " (" : "", k.tune,
+           k.tune[0] ? " tuning; HYLA_TUNE)" : "");
 
     const size_t buf_n = (size_t)(quick ? 256 : 1024) << 18; /* floats: 1 GiB (256 MiB quick) */
     float *buf = hy_alloc_pages(buf_n * sizeof(float)); /* huge pages, as the weights */
