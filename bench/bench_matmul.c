@@ -1,8 +1,8 @@
 /* Matmul kernels (kernels/matmul.h) against this machine's roofline, measured on the spot:
  *  - decode GEMV (T = 1): weight bytes streamed per second, as a fraction of the measured
  *    memory read bandwidth (streaming read of a 1 GiB buffer, same thread count). Every shape is
- *    replicated until the copies exceed 256 MiB and the copies are used in turn, so weights come
- *    from DRAM, never from the 32 MiB L3;
+ *    replicated until the copies exceed 256 MiB and twice the last-level cache (dram_span: some
+ *    Xeons have 480 MiB), and the copies are used in turn, so weights come from DRAM;
  *  - prefill GEMM (T = 512): GFLOP/s (2·rows·cols·T) as a fraction of the matching peak: fp32 FMA
  *    for float weights with fp32 activations, vdpbf16ps for bf16 activations (--fast-prefill),
  *    vpdpbusd (int8) for q8 / q4 (ops counted the same way, 2 per multiply-add); on tiers without
@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "roof_kernels.inc"
 
@@ -196,6 +197,14 @@ static void bfree(bmat *b) {
     hy_free(b->gscale);
 }
 
+/* Bytes the decode copies and the re-measuring read span: at least 256 MiB and twice the L3 (as
+ * the C library reports it), so that they stream from DRAM. */
+static size_t dram_span(void) {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    const size_t s = (size_t)256 << 20;
+    return l3 > 0 && 2 * (size_t)l3 > s ? 2 * (size_t)l3 : s;
+}
+
 /* ---- timed matmul over the pool ------------------------------------------------------------ */
 
 typedef struct mm_job {
@@ -299,8 +308,13 @@ int main(int argc, char **argv) {
     drow rows[64];
     int n_rows = 0;
     double best_read[2] = {rf[0].read_gbs, nth_rows > 1 ? rf[1].read_gbs : 0};
-    float *rbuf = hy_alloc_pages((size_t)256 << 20); /* 256 MiB for re-measuring */
-    for (size_t i = 0; i < (size_t)256 << 18; i++) rbuf[i] = (float)(i & 255); /* touch: no zero-page reads */
+    const size_t span = dram_span(), rbuf_n = span / sizeof(float) / 64 * 64;
+    float *rbuf = hy_alloc_pages(span); /* for re-measuring */
+    if (!rbuf) {
+        fprintf(stderr, "bench_matmul: out of memory (%zu MiB read buffer)\n", span >> 20);
+        return 1;
+    }
+    for (size_t i = 0; i < rbuf_n; i++) rbuf[i] = (float)(i & 255); /* touch: no zero-page reads */
     for (int si = 0; si < nshape && do_dec; si++) {
         for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
             const hy_wfmt f = fmts[fi];
@@ -309,8 +323,8 @@ int main(int argc, char **argv) {
             if (n_rows == 64) break;
             bmat first = make(f, shapes[si].rows, shapes[si].cols, NULL);
             const size_t per = first.bytes;
-            int ncopy = (int)((256u << 20) / per) + 1;
-            if (ncopy > 64) ncopy = 64;
+            int ncopy = (int)(span / per) + 1;
+            if (ncopy > 4096) ncopy = 4096;
             bmat *cp = malloc(sizeof(bmat) * (size_t)ncopy);
             cp[0] = first;
             for (int c = 1; c < ncopy; c++) cp[c] = make(f, shapes[si].rows, shapes[si].cols, &first);
@@ -318,7 +332,7 @@ int main(int argc, char **argv) {
             snprintf(R->label, sizeof R->label, "%-15s %6dx%-6d %-14s", shapes[si].what, shapes[si].rows,
                      shapes[si].cols, fmt_label(f, HY_ACT_F32));
             for (int ti = 0; ti < nth_rows; ti++) {
-                const double rb = read_gbs(tps[ti], rbuf, (size_t)256 << 18, 3);
+                const double rb = read_gbs(tps[ti], rbuf, rbuf_n, 3);
                 if (rb > best_read[ti]) best_read[ti] = rb;
                 mm_job j = {.fn = k.ops.matmul, .T = 1, .x = x, .y = y, .scratch = scratch, .scratch_bytes = sb};
                 const int reps = quick ? 3 : 9;
@@ -343,7 +357,7 @@ int main(int argc, char **argv) {
             free(cp);
         }
     }
-    hy_free_pages(rbuf, (size_t)256 << 20);
+    hy_free_pages(rbuf, span);
     if (do_dec) {
         printf("\ndecode GEMV, T = 1: weight GB/s (fraction of the best read bandwidth seen: %.1f GB/s 1 thr", best_read[0]);
         if (nth_rows > 1) printf(", %.1f GB/s %d thr", best_read[1], ths[1]);
