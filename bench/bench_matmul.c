@@ -1,6 +1,7 @@
 /* Matmul kernels (kernels/matmul.h) against this machine's roofline, measured on the spot:
  *  - decode GEMV (T = 1): weight bytes streamed per second, as a fraction of the measured
- *    memory read bandwidth (streaming read of a 1 GiB buffer, same thread count). Every shape is
+ *    memory read bandwidth (streaming read of a buffer of 1 GiB, or dram_span if larger, same
+ *    thread count; re-measured before every row). Every shape is
  *    replicated until the copies exceed 256 MiB and twice the last-level cache (dram_span: some
  *    Xeons have 480 MiB), and the copies are used in turn, so weights come from DRAM;
  *  - prefill GEMM (T = 512): GFLOP/s (2·rows·cols·T) as a fraction of the matching peak: fp32 FMA
@@ -269,8 +270,16 @@ int main(int argc, char **argv) {
     printf("machine: %s\nkernels: %s%s%s%s\n", desc, hy_isa_name(k.isa), k.tune[0] ? " (" : "", k.tune,
            k.tune[0] ? " tuning; HYLA_TUNE)" : "");
 
-    const size_t buf_n = (size_t)(quick ? 256 : 1024) << 18; /* floats: 1 GiB (256 MiB quick) */
+    /* the read buffer of the roofline and of the re-measuring before every decode row: 1 GiB
+     * (256 MiB quick), at least dram_span() */
+    const size_t span = dram_span();
+    size_t buf_n = (size_t)(quick ? 256 : 1024) << 18; /* floats */
+    if (buf_n < span / sizeof(float)) buf_n = span / sizeof(float) / 64 * 64;
     float *buf = hy_alloc_pages(buf_n * sizeof(float)); /* huge pages, as the weights */
+    if (!buf) {
+        fprintf(stderr, "bench_matmul: out of memory (%zu MiB read buffer)\n", (buf_n * sizeof(float)) >> 20);
+        return 1;
+    }
     for (size_t i = 0; i < buf_n; i++) buf[i] = (float)(i & 1023) * 1e-3f;
 
     int ths[2] = {1, max_th};
@@ -308,13 +317,6 @@ int main(int argc, char **argv) {
     drow rows[64];
     int n_rows = 0;
     double best_read[2] = {rf[0].read_gbs, nth_rows > 1 ? rf[1].read_gbs : 0};
-    const size_t span = dram_span(), rbuf_n = span / sizeof(float) / 64 * 64;
-    float *rbuf = hy_alloc_pages(span); /* for re-measuring */
-    if (!rbuf) {
-        fprintf(stderr, "bench_matmul: out of memory (%zu MiB read buffer)\n", span >> 20);
-        return 1;
-    }
-    for (size_t i = 0; i < rbuf_n; i++) rbuf[i] = (float)(i & 255); /* touch: no zero-page reads */
     for (int si = 0; si < nshape && do_dec; si++) {
         for (size_t fi = 0; fi < sizeof fmts / sizeof fmts[0]; fi++) {
             const hy_wfmt f = fmts[fi];
@@ -332,7 +334,7 @@ int main(int argc, char **argv) {
             snprintf(R->label, sizeof R->label, "%-15s %6dx%-6d %-14s", shapes[si].what, shapes[si].rows,
                      shapes[si].cols, fmt_label(f, HY_ACT_F32));
             for (int ti = 0; ti < nth_rows; ti++) {
-                const double rb = read_gbs(tps[ti], rbuf, rbuf_n, 3);
+                const double rb = read_gbs(tps[ti], buf, buf_n, 3);
                 if (rb > best_read[ti]) best_read[ti] = rb;
                 mm_job j = {.fn = k.ops.matmul, .T = 1, .x = x, .y = y, .scratch = scratch, .scratch_bytes = sb};
                 const int reps = quick ? 3 : 9;
@@ -357,7 +359,6 @@ int main(int argc, char **argv) {
             free(cp);
         }
     }
-    hy_free_pages(rbuf, span);
     if (do_dec) {
         printf("\ndecode GEMV, T = 1: weight GB/s (fraction of the best read bandwidth seen: %.1f GB/s 1 thr", best_read[0]);
         if (nth_rows > 1) printf(", %.1f GB/s %d thr", best_read[1], ths[1]);
