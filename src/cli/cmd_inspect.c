@@ -433,9 +433,13 @@ HY_CMD(inspect) {
         /* the kernel tier decides whether matrices are held in row groups (bf16g / fp8g) */
         hy_cpu_features f;
         hy_cpu_detect(&f);
-        if (hy_isa_select(&f, copts.isa, getenv("HYLA_ISA"), &plan_isa, &perr) || hy_model_load(&m, dir, &perr) ||
-            hy_linears_plan(m, copts.weights, hy_linears_tier_flags(copts.quant_flags, plan_isa), copts.weights_res,
-                            cls, &perr))
+        bool intel = false;
+        if (hy_isa_select(&f, copts.isa, getenv("HYLA_ISA"), &plan_isa, &perr) ||
+            (plan_isa == HY_ISA_AVX512 && hy_cpu_tune_select(&f, getenv("HYLA_TUNE"), &intel, &perr)) ||
+            hy_model_load(&m, dir, &perr) ||
+            hy_linears_plan(m, copts.weights,
+                            hy_linears_tier_flags(copts.quant_flags, plan_isa, intel ? "intel" : "zen"),
+                            copts.weights_res, cls, &perr))
             error = strdup(perr.msg);
         else have_plan = true;
         hy_model_free(m);

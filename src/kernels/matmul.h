@@ -120,8 +120,8 @@ const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" "bf16
  * which the FP8 kernels' shift / AND conversion turns into four vectors of 8 rows of one
  * column each: the outer-product form of BF16G. Order (every kernel, any T): per (row, token)
  * one fp32 chain over the columns in order, acc = fma(e4m3(o,k), fl32(scale(o,k)·x(t,k)),
- * acc) (the FP8 semantics above; HY_ACT_BF16 is not applied: exact). Asked for with BF16G
- * (hy_matmul_bf16_groups).
+ * acc) (the FP8 semantics above; HY_ACT_BF16 is not applied: exact). The tier's instance
+ * decides whether the loader uses it (hy_matmul_fp8_groups).
  */
 /* Rows of a panel the one-token GEMV reads before moving to the next panel (fewer when the call
  * has fewer): callers splitting rows hand out at least this many at a time where they can. */
@@ -194,6 +194,12 @@ bool hy_matmul_avx512_panel_walk(void);
 bool hy_matmul_bf16_groups(hy_isa isa);
 bool hy_matmul_avx2_bf16_groups(void);
 bool hy_matmul_avx512_bf16_groups(void);
+/* The same for FP8 matrices as HY_WFMT_FP8G, by the tier's instance (intel: the avx512 tier's
+ * hy_matmul_avx512_intel() kernels, ignored by the other tiers). */
+bool hy_matmul_fp8_groups(hy_isa isa, bool intel);
+bool hy_matmul_avx2_fp8_groups(void);
+bool hy_matmul_avx512_fp8_groups(void);
+bool hy_matmul_avx512_intel_fp8_groups(void);
 /* Rows [r0, r1) (r0 a multiple of HY_G_ROWS; r1 one too, or r1 = rows) of a bf16 matrix of
  * rows x cols, row-major in src (src[0] = row r0's first column), into their places in the row
  * groups dst (hy_wfmt_bytes(HY_WFMT_BF16G, rows, cols) bytes, all of it), padding rows and the

@@ -208,7 +208,7 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
         hy_ctx_free(c);
         return hy_err_wrap(err, "forward");
     }
-    const unsigned lin_flags = hy_linears_tier_flags(opts ? opts->quant_flags : 0, c->kern.isa);
+    const unsigned lin_flags = hy_linears_tier_flags(opts ? opts->quant_flags : 0, c->kern.isa, c->kern.tune);
     if ((rc = hy_linears_create(&c->lin, m, opts ? opts->weights : HY_WEIGHTS_AUTO, lin_flags,
                                 opts ? opts->weights_res : HY_WRES_AUTO, c->tp, err))) {
         hy_ctx_free(c);

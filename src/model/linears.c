@@ -188,24 +188,28 @@ static bool want_copy(hy_wres res, size_t inplace) {
 }
 
 /* The format a matrix used as stored ends in: a context whose kernels read row groups
- * (HY_LIN_BF16_GROUPS) regroups BF16, and FP8 whose block height is a whole number of groups,
- * when it copies them into memory (copy_in). */
-static hy_wfmt stored_as(const hy_model *m, hy_wfmt sf, bool groups, bool copy) {
-    if (!groups || !copy) return sf;
-    if (sf == HY_WFMT_BF16) return HY_WFMT_BF16G;
-    if (sf == HY_WFMT_FP8 && m->hp.quant.weight_block_size[0] % HY_G_ROWS == 0) return HY_WFMT_FP8G;
+ * (flags: HY_LIN_BF16_GROUPS, HY_LIN_FP8_GROUPS) regroups BF16, and FP8 whose block height is a
+ * whole number of groups, when it copies them into memory (copy_in). */
+static hy_wfmt stored_as(const hy_model *m, hy_wfmt sf, unsigned flags, bool copy) {
+    if (!copy) return sf;
+    if (sf == HY_WFMT_BF16 && (flags & HY_LIN_BF16_GROUPS)) return HY_WFMT_BF16G;
+    if (sf == HY_WFMT_FP8 && (flags & HY_LIN_FP8_GROUPS) && m->hp.quant.weight_block_size[0] % HY_G_ROWS == 0)
+        return HY_WFMT_FP8G;
     return sf;
 }
 
 /* The format a matrix converted into tf is made in: row groups for BF16 / FP8 when the context
  * asks for them. */
-static hy_wfmt converted_fmt(hy_wfmt tf, bool groups) {
-    if (!groups) return tf;
-    return tf == HY_WFMT_BF16 ? HY_WFMT_BF16G : tf == HY_WFMT_FP8 ? HY_WFMT_FP8G : tf;
+static hy_wfmt converted_fmt(hy_wfmt tf, unsigned flags) {
+    if (tf == HY_WFMT_BF16 && (flags & HY_LIN_BF16_GROUPS)) return HY_WFMT_BF16G;
+    if (tf == HY_WFMT_FP8 && (flags & HY_LIN_FP8_GROUPS)) return HY_WFMT_FP8G;
+    return tf;
 }
 
-unsigned hy_linears_tier_flags(unsigned quant_flags, hy_isa isa) {
-    return quant_flags | (hy_matmul_bf16_groups(isa) ? HY_LIN_BF16_GROUPS : 0);
+unsigned hy_linears_tier_flags(unsigned quant_flags, hy_isa isa, const char *tune) {
+    const bool intel = tune && !strcmp(tune, "intel");
+    return quant_flags | (hy_matmul_bf16_groups(isa) ? HY_LIN_BF16_GROUPS : 0) |
+           (hy_matmul_fp8_groups(isa, intel) ? HY_LIN_FP8_GROUPS : 0);
 }
 
 int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wres res, hy_wclass_info cls[HY_WCLASS_COUNT],
@@ -221,7 +225,6 @@ int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wres res,
         return hy_err_set(err, HY_E_NOMEM, "weights: out of memory");
     }
     list_slots(m, mats, &lm, s);
-    const bool groups = flags & HY_LIN_BF16_GROUPS;
     size_t inplace = 0;
     for (int i = 0; i < n; i++)
         if (target_fmt(&s[i], req, flags) == stored_fmt(s[i].src)) inplace += data_bytes(s[i].src);
@@ -235,14 +238,14 @@ int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wres res,
         const int64_t stored = tied ? 0 : tensor_bytes(t);
         int64_t used, owned = 0;
         if (tf == sf) {
-            tf = stored_as(m, sf, groups, copy);
+            tf = stored_as(m, sf, flags, copy);
             used = tensor_bytes(t);
             if (tf == HY_WFMT_BF16G) used = (int64_t)hy_wfmt_bytes(tf, rows, cols);
             if (tf == HY_WFMT_FP8G) used += (int64_t)hy_fp8g_code_bytes((int)rows, (int)cols) - (int64_t)data_bytes(t);
             if (sf == HY_WFMT_FP8 && t->scale_inv && t->scale_inv->dtype != HY_DTYPE_F32)
                 owned = hy_tensor_numel(t->scale_inv) * 4;
         } else {
-            tf = converted_fmt(tf, groups);
+            tf = converted_fmt(tf, flags);
             used = owned = (int64_t)hy_wfmt_bytes(tf, rows, cols);
         }
         add_info(&cls[s[i].cls], rows * cols, stored, used, owned, tf);
@@ -502,12 +505,11 @@ static void drop_copied(const hy_model *m, const unsigned char *src, size_t *don
 /* Points dst (a view of t) at a copy of t's data in pages of L's own, and lets the mapping's
  * pages go from this process (the page cache keeps them; the mapping reads them back if the
  * embedding lookup of a tied head touches them). */
-static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat *dst, bool groups, hy_threadpool *tp,
-                   hy_err *err) {
+static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat *dst, unsigned flags,
+                   hy_threadpool *tp, hy_err *err) {
     const size_t bytes = data_bytes(t);
-    const hy_wfmt held = stored_as(m, dst->fmt, groups, true);
-    const bool g8 = held == HY_WFMT_FP8G;
-    groups = held == HY_WFMT_BF16G;
+    const hy_wfmt held = stored_as(m, dst->fmt, flags, true);
+    const bool g8 = held == HY_WFMT_FP8G, groups = held == HY_WFMT_BF16G;
     const size_t own_bytes = groups ? hy_wfmt_bytes(HY_WFMT_BF16G, dst->rows, dst->cols)
                              : g8   ? hy_fp8g_code_bytes(dst->rows, dst->cols)
                                     : bytes;
@@ -568,17 +570,18 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         return hy_err_set(err, HY_E_NOMEM, "weights: out of memory");
     }
     list_slots(m, L->layers, &L->lm_head, s);
-    const bool groups = flags & HY_LIN_BF16_GROUPS;
     size_t inplace = 0, converted = 0, group_pad = 0;
     for (int i = 0; i < n; i++) {
         const hy_wfmt tf = target_fmt(&s[i], req, flags);
         const int64_t rows = s[i].src->shape[0], cols = s[i].src->shape[1];
         if (tf == stored_fmt(s[i].src)) {
             inplace += data_bytes(s[i].src);
-            if (groups && tf == HY_WFMT_BF16) group_pad += hy_wfmt_bytes(HY_WFMT_BF16G, rows, cols) - data_bytes(s[i].src);
-            if (groups && tf == HY_WFMT_FP8) group_pad += hy_fp8g_code_bytes((int)rows, (int)cols) - data_bytes(s[i].src);
+            if ((flags & HY_LIN_BF16_GROUPS) && tf == HY_WFMT_BF16)
+                group_pad += hy_wfmt_bytes(HY_WFMT_BF16G, rows, cols) - data_bytes(s[i].src);
+            if ((flags & HY_LIN_FP8_GROUPS) && tf == HY_WFMT_FP8)
+                group_pad += hy_fp8g_code_bytes((int)rows, (int)cols) - data_bytes(s[i].src);
         } else {
-            converted += hy_wfmt_bytes(converted_fmt(tf, groups), rows, cols) + 3 * 64;
+            converted += hy_wfmt_bytes(converted_fmt(tf, flags), rows, cols) + 3 * 64;
         }
     }
     const bool copy = inplace && want_copy(res, inplace);
@@ -594,7 +597,7 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         const hy_tensor *t = s[i].src;
         const hy_wfmt sf = stored_fmt(t);
         hy_wfmt tf = target_fmt(&s[i], req, flags);
-        if (tf != sf) tf = converted_fmt(tf, groups);
+        if (tf != sf) tf = converted_fmt(tf, flags);
         const bool tied = s[i].cls == HY_WCLASS_LM_HEAD && m->w.lm_head_tied;
         int64_t owned = 0;
         hy_mat src;
@@ -602,7 +605,7 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         if (tf == sf) {
             if (sf == HY_WFMT_FP8 && (rc = check_fp8_inplace(m, t, err))) break;
             *s[i].dst = src;
-            if (copy && (rc = copy_in(L, m, t, s[i].dst, groups, tp, err))) break;
+            if (copy && (rc = copy_in(L, m, t, s[i].dst, flags, tp, err))) break;
             add_info(&L->cls[s[i].cls], hy_tensor_numel(t), tied ? 0 : tensor_bytes(t), (int64_t)hy_mat_bytes(s[i].dst),
                      owned, s[i].dst->fmt);
         } else {

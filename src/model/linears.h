@@ -40,14 +40,16 @@ const char *hy_wreq_name(hy_wreq r);
 #define HY_QUANT_LM_HEAD 1u /* lm_head follows the request too */
 #define HY_QUANT_GDN_AB 2u  /* linear_attn.in_proj_a / in_proj_b follow the request too */
 #define HY_QUANT_ALL (HY_QUANT_LM_HEAD | HY_QUANT_GDN_AB)
-/* BF16 and FP8 matrices that are copied or converted go into row groups (HY_WFMT_BF16G /
- * HY_WFMT_FP8G, same values; FP8 with scale blocks of a multiple of 16 rows): set by the forward
- * context where its kernel tier reads those faster (hy_matmul_bf16_groups). Matrices read from
- * the mmap stay row-major. */
+/* BF16 (HY_LIN_BF16_GROUPS) and FP8 (HY_LIN_FP8_GROUPS) matrices that are copied or converted go
+ * into row groups (HY_WFMT_BF16G / HY_WFMT_FP8G, same values; FP8 with scale blocks of a multiple
+ * of 16 rows): set by the forward context where its matmul kernels read those faster
+ * (hy_matmul_bf16_groups, hy_matmul_fp8_groups). Matrices read from the mmap stay row-major. */
 #define HY_LIN_BF16_GROUPS 4u
-/* quant_flags plus HY_LIN_BF16_GROUPS where the kernel tier isa reads row groups: the flags a
- * forward context on that tier builds its matrices with. */
-unsigned hy_linears_tier_flags(unsigned quant_flags, hy_isa isa);
+#define HY_LIN_FP8_GROUPS 8u
+/* quant_flags plus the row-group flags of the matmul kernels of tier isa, instance tune
+ * (hy_cpu_kernels.tune: "intel", "zen" or ""): the flags a forward context with those kernels
+ * builds its matrices with. */
+unsigned hy_linears_tier_flags(unsigned quant_flags, hy_isa isa, const char *tune);
 
 /* Where matrices used as stored (no conversion) are read from. Decode streams them once per
  * token, and from the checkpoint's page cache (4 KiB pages) that ran measurably slower than

@@ -110,7 +110,7 @@ static int greedy(hy_ctx *ctx, hy_seq *seq, const int32_t *ids, int n, const int
 static void check_plan(const hy_model *m, const hy_ctx_opts *o, const char *tier, const hy_ctx *ctx) {
     hy_wclass_info plan[HY_WCLASS_COUNT];
     hy_err err = {0};
-    const unsigned flags = hy_linears_tier_flags(o->quant_flags, (hy_isa)hy_isa_parse(tier));
+    const unsigned flags = hy_linears_tier_flags(o->quant_flags, (hy_isa)hy_isa_parse(tier), hy_ctx_tune(ctx));
     assert_int_equal(hy_linears_plan(m, o->weights, flags, o->weights_res, plan, &err), 0);
     for (int k = 0; k < HY_WCLASS_COUNT; k++) {
         const hy_wclass_info *b = &hy_ctx_linears(ctx)->cls[k];

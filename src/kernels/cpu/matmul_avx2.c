@@ -58,6 +58,7 @@ typedef __m256i vi;
  * per tile: one chain pair per stream was bound by the FMA latency; T = 2 from L3 likewise
  * 0.62x). With 5-token tiles one thread runs the 27B down_proj at ~90 GFLOP/s. */
 #define MM_BF16_GROUPS 1
+#define MM_FP8_GROUPS 1 /* FP8 likewise (HY_WFMT_FP8G: below) */
 #define MM_G_NG 2
 #define MM_G_NG1 2
 /* One token: 4 groups per tile, unit by unit (grp_tile1). Zen 3, one thread, against 2 groups
@@ -75,6 +76,9 @@ typedef __m256i vi;
 #define MM_G8_NT 4
 #define MM_G8_NG1 4
 #define MM_G8_PF 2048
+/* FP8G GEMM of converted panels (matmul_grp.inc): one group (2 vectors) x 6 tokens */
+#define MM_G8C_NG 1
+#define MM_G8C_NT 6
 #define MM_G_MC 128
 #define MM_G_NB 20
 /* One token: q4 one 16-row block (2 vectors) a tile with every line prefetched; q8 four blocks
@@ -247,9 +251,11 @@ static inline void vi_store_i8(int8_t *p, vi a) { /* 8 int32 in [-127, 127] -> 8
 hy_matmul_fn hy_matmul_avx2(void) { return mm_simd; }
 bool hy_matmul_avx2_panel_walk(void) { return MM_BF16_T1_PANEL_WALK; }
 bool hy_matmul_avx2_bf16_groups(void) { return MM_BF16_GROUPS; }
+bool hy_matmul_avx2_fp8_groups(void) { return MM_FP8_GROUPS; }
 
 #else
 hy_matmul_fn hy_matmul_avx2(void) { return NULL; }
 bool hy_matmul_avx2_panel_walk(void) { return false; }
 bool hy_matmul_avx2_bf16_groups(void) { return false; }
+bool hy_matmul_avx2_fp8_groups(void) { return false; }
 #endif

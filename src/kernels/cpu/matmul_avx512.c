@@ -56,8 +56,26 @@ typedef __m512i vi;
 #define MM_G_T1_NG 1 /* one token: one group per tile, as 1-3 tokens (not measured with more) */
 #define MM_G_NT 8
 #define MM_G8_NT 4 /* FP8G tiles: tokens (t and u of each vector stay in registers) */
-#define MM_G8_NG1 2 /* FP8G, one token: groups per tile */
-#define MM_G8_PF 0  /* FP8G, one token: no software prefetch (not measured on this tier) */
+#define MM_G8_NG1 4 /* FP8G, one token: groups per tile */
+/* FP8 row groups (HY_WFMT_FP8G) on Intel: the loader copies FP8 matrices into them, read by
+ * one-token tiles of 4 groups that prefetch 2 KiB ahead of each group, and from 16 tokens on by
+ * the GEMM of converted panels (matmul_grp.inc). Intel Xeon, 2 threads from DRAM, alternated in
+ * one process against the row-major FP8 of this instance (whose 4-row tile with its 32 KiB
+ * prefetch read at most 0.85 of the bandwidth even with the conversion taken out): T = 1
+ * 1.30-1.58x with 2 groups (0.8B and 27B shapes, 20-29 GB/s of the ~29 that the threads read;
+ * 4 groups 1.03-1.13x more; 1 or 4 KiB ahead the same), T = 4 1.11-1.27x, T = 8 1.10-1.29x,
+ * T = 16 1.21-1.28x, T = 32 1.24-1.30x (the GEMM: the tiles were 0.92-0.97x), T = 64 1.36x.
+ * Engine, 2 threads, alternated with the previous build: tg64 0.78-0.79 -> 0.90-0.93 of the
+ * bandwidth (0.8B), 0.87-0.88 -> 1.02-1.03 (27B slice:4); pp512 1.28x (0.8B), 1.38x (27B).
+ * On Zen 4 the row-major FP8 stays (not measured there). */
+#ifdef MM_AVX512_INTEL
+#define MM_FP8_GROUPS 1
+#define MM_G8_PF 2048
+#else
+#define MM_FP8_GROUPS 0
+#define MM_G8_PF 0 /* FP8G, one token: no software prefetch (not measured on Zen 4) */
+#endif
+#define MM_G8_GEMM_T 16 /* FP8G: the GEMM from this many tokens on (GEMV below) */
 #define MM_G_MC 128
 #define MM_G_NB 32
 #define MM_Q8_NV1 1
@@ -198,16 +216,20 @@ static inline void vi_store_i8(int8_t *p, vi a) { _mm_storeu_si128((__m128i *)p,
 
 #ifdef MM_AVX512_INTEL
 hy_matmul_fn hy_matmul_avx512_intel(void) { return mm_simd; }
+bool hy_matmul_avx512_intel_fp8_groups(void) { return MM_FP8_GROUPS; }
 #else
 hy_matmul_fn hy_matmul_avx512(void) { return mm_simd; }
 bool hy_matmul_avx512_panel_walk(void) { return MM_BF16_T1_PANEL_WALK; }
 bool hy_matmul_avx512_bf16_groups(void) { return MM_BF16_GROUPS; }
+bool hy_matmul_avx512_fp8_groups(void) { return MM_FP8_GROUPS; }
 #endif
 
 #elif defined(MM_AVX512_INTEL)
 hy_matmul_fn hy_matmul_avx512_intel(void) { return NULL; }
+bool hy_matmul_avx512_intel_fp8_groups(void) { return false; }
 #else
 hy_matmul_fn hy_matmul_avx512(void) { return NULL; }
 bool hy_matmul_avx512_panel_walk(void) { return false; }
 bool hy_matmul_avx512_bf16_groups(void) { return false; }
+bool hy_matmul_avx512_fp8_groups(void) { return false; }
 #endif

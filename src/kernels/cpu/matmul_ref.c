@@ -71,6 +71,14 @@ bool hy_matmul_bf16_groups(hy_isa isa) {
     }
 }
 
+bool hy_matmul_fp8_groups(hy_isa isa, bool intel) {
+    switch (isa) {
+    case HY_ISA_AVX2: return hy_matmul_avx2_fp8_groups();
+    case HY_ISA_AVX512: return intel ? hy_matmul_avx512_intel_fp8_groups() : hy_matmul_avx512_fp8_groups();
+    default: return false;
+    }
+}
+
 bool hy_matmul_panel_walk(hy_isa isa) {
     switch (isa) {
     case HY_ISA_AVX2: return hy_matmul_avx2_panel_walk();
