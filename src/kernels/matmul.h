@@ -191,11 +191,12 @@ bool hy_matmul_avx512_panel_walk(void);
 /* Whether the tier reads BF16 matrices faster as row groups (HY_WFMT_BF16G) than row-major,
  * where the loader copies them anyway (its ISA file's choice; false for ref and absent tiers).
  * Every tier computes BF16G, this is only about speed. */
-bool hy_matmul_bf16_groups(hy_isa isa);
+bool hy_matmul_bf16_groups(hy_isa isa, bool intel);
 bool hy_matmul_avx2_bf16_groups(void);
 bool hy_matmul_avx512_bf16_groups(void);
-/* The same for FP8 matrices as HY_WFMT_FP8G, by the tier's instance (intel: the avx512 tier's
- * hy_matmul_avx512_intel() kernels, ignored by the other tiers). */
+bool hy_matmul_avx512_intel_bf16_groups(void);
+/* The same for FP8 matrices as HY_WFMT_FP8G. intel (both): the avx512 tier's
+ * hy_matmul_avx512_intel() kernels; the other tiers ignore it. */
 bool hy_matmul_fp8_groups(hy_isa isa, bool intel);
 bool hy_matmul_avx2_fp8_groups(void);
 bool hy_matmul_avx512_fp8_groups(void);

@@ -208,7 +208,7 @@ static hy_wfmt converted_fmt(hy_wfmt tf, unsigned flags) {
 
 unsigned hy_linears_tier_flags(unsigned quant_flags, hy_isa isa, const char *tune) {
     const bool intel = tune && !strcmp(tune, "intel");
-    return quant_flags | (hy_matmul_bf16_groups(isa) ? HY_LIN_BF16_GROUPS : 0) |
+    return quant_flags | (hy_matmul_bf16_groups(isa, intel) ? HY_LIN_BF16_GROUPS : 0) |
            (hy_matmul_fp8_groups(isa, intel) ? HY_LIN_FP8_GROUPS : 0);
 }
 

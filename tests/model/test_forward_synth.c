@@ -10,12 +10,14 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "kernels/cpu/dispatch.h"
 #include "kernels/matmul.h"
 #include "model/forward.h"
 #include "synth_model.h"
 #include "test_util.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #define TOL_F32 2e-4 /* fp32 engine vs double reference on a 4-layer model */
 /* Same prompt in one call / in splits / token by token. Each tier is within ~6e-6 of the
@@ -122,7 +124,12 @@ static void test_exact_bf16_panels(void **st) {
     int splits[ns] = {17, 1, 1, 1, 1, 1, 1, 1};
     /* a tier that copies bf16 into row groups instead (HY_WFMT_BF16G, its own summation order)
      * is compared within rounding, and the panels on the ref tier */
-    const bool groups = hy_isa_parse(g_isa) >= 0 && hy_matmul_bf16_groups((hy_isa)hy_isa_parse(g_isa));
+    hy_cpu_features f;
+    hy_cpu_detect(&f);
+    bool intel = false;
+    hy_err terr = {0};
+    assert_int_equal(hy_cpu_tune_select(&f, getenv("HYLA_TUNE"), &intel, &terr), 0); /* the contexts' instance */
+    const bool groups = hy_isa_parse(g_isa) >= 0 && hy_matmul_bf16_groups((hy_isa)hy_isa_parse(g_isa), intel);
     float *a = engine_run_res(&s->m, ids, n, splits, ns, 2, 64, HY_WRES_COPY);
     float *b = engine_run_res(&s->m, ids, n, splits, ns, 2, 64, HY_WRES_MMAP);
     if (groups) {

@@ -63,10 +63,10 @@ int hy_matmul_min_rows(const hy_mat *W, hy_isa isa) {
     return (m + a - 1) / a * a;
 }
 
-bool hy_matmul_bf16_groups(hy_isa isa) {
+bool hy_matmul_bf16_groups(hy_isa isa, bool intel) {
     switch (isa) {
     case HY_ISA_AVX2: return hy_matmul_avx2_bf16_groups();
-    case HY_ISA_AVX512: return hy_matmul_avx512_bf16_groups();
+    case HY_ISA_AVX512: return intel ? hy_matmul_avx512_intel_bf16_groups() : hy_matmul_avx512_bf16_groups();
     default: return false;
     }
 }
