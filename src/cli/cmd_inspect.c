@@ -430,18 +430,17 @@ HY_CMD(inspect) {
     if (plan && !error) {
         hy_model *m = NULL;
         hy_err perr = {0};
-        /* the kernel tier decides whether matrices are held in row groups (bf16g / fp8g) */
-        hy_cpu_features f;
-        hy_cpu_detect(&f);
-        bool intel = false;
-        if (hy_isa_select(&f, copts.isa, getenv("HYLA_ISA"), &plan_isa, &perr) ||
-            (plan_isa == HY_ISA_AVX512 && hy_cpu_tune_select(&f, getenv("HYLA_TUNE"), &intel, &perr)) ||
-            hy_model_load(&m, dir, &perr) ||
-            hy_linears_plan(m, copts.weights,
-                            hy_linears_tier_flags(copts.quant_flags, plan_isa, intel ? "intel" : "zen"),
+        /* the kernels a context would select (tier and instance) decide whether matrices are held
+         * in row groups (bf16g / fp8g) */
+        hy_cpu_kernels k;
+        if (hy_cpu_kernels_init(&k, copts.isa, &perr) || hy_model_load(&m, dir, &perr) ||
+            hy_linears_plan(m, copts.weights, hy_linears_tier_flags(copts.quant_flags, k.isa, k.tune),
                             copts.weights_res, cls, &perr))
             error = strdup(perr.msg);
-        else have_plan = true;
+        else {
+            have_plan = true;
+            plan_isa = k.isa;
+        }
         hy_model_free(m);
     }
     /* The verdict goes first on stderr, before anything else could print. */

@@ -180,8 +180,10 @@ int hy_matmul_min_rows(const hy_mat *W, hy_isa isa);
 hy_matmul_fn hy_matmul_get(hy_isa isa);
 hy_matmul_fn hy_matmul_avx2(void);
 hy_matmul_fn hy_matmul_avx512(void);
-/* The avx512 kernels tuned for Intel cores (matmul_avx512_intel.c): the same sums in the same
- * order as hy_matmul_avx512(), other software prefetch; kernels/cpu/dispatch.c chooses. */
+/* The avx512 kernels tuned for Intel cores (matmul_avx512_intel.c): on a given matrix the same
+ * sums in the same order as hy_matmul_avx512(), other prefetch and tiles, and other layouts
+ * asked of the loader (hy_matmul_bf16_groups / hy_matmul_fp8_groups with intel); kernels/cpu/
+ * dispatch.c chooses. */
 hy_matmul_fn hy_matmul_avx512_intel(void);
 /* Whether the tier's one-token BF16 GEMV walks column-panel matrices HY_PANEL_ROWS rows at a
  * time (its ISA file's choice; false for tiers this build lacks and for ref). */

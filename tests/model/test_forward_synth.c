@@ -17,7 +17,7 @@
 #include "test_util.h"
 
 #include <stdio.h>
-#include <stdlib.h>
+#include <string.h>
 
 #define TOL_F32 2e-4 /* fp32 engine vs double reference on a 4-layer model */
 /* Same prompt in one call / in splits / token by token. Each tier is within ~6e-6 of the
@@ -124,12 +124,10 @@ static void test_exact_bf16_panels(void **st) {
     int splits[ns] = {17, 1, 1, 1, 1, 1, 1, 1};
     /* a tier that copies bf16 into row groups instead (HY_WFMT_BF16G, its own summation order)
      * is compared within rounding, and the panels on the ref tier */
-    hy_cpu_features f;
-    hy_cpu_detect(&f);
-    bool intel = false;
-    hy_err terr = {0};
-    assert_int_equal(hy_cpu_tune_select(&f, getenv("HYLA_TUNE"), &intel, &terr), 0); /* the contexts' instance */
-    const bool groups = hy_isa_parse(g_isa) >= 0 && hy_matmul_bf16_groups((hy_isa)hy_isa_parse(g_isa), intel);
+    hy_cpu_kernels k; /* those the contexts select */
+    hy_err kerr = {0};
+    assert_int_equal(hy_cpu_kernels_init(&k, g_isa, &kerr), 0);
+    const bool groups = hy_matmul_bf16_groups(k.isa, !strcmp(k.tune, "intel"));
     float *a = engine_run_res(&s->m, ids, n, splits, ns, 2, 64, HY_WRES_COPY);
     float *b = engine_run_res(&s->m, ids, n, splits, ns, 2, 64, HY_WRES_MMAP);
     if (groups) {

@@ -9,8 +9,9 @@
  *
  * Two instances: this file (tuned on Zen 4) and matmul_avx512_intel.c, which defines
  * MM_AVX512_INTEL and includes this file, for Intel cores (dispatch.c picks it by the CPU's
- * vendor, or HYLA_TUNE). They differ only in the software prefetch of one-token GEMVs, so both
- * compute the same sums in the same order. On Zen 4 the hardware prefetchers fed one-token
+ * vendor, or HYLA_TUNE). On a given matrix both compute the same sums in the same order; they
+ * differ in software prefetch, in the tiles of one-token row-group GEMVs, and in the layouts
+ * they ask the loader for (the Intel one row groups for BF16 and FP8: below). On Zen 4 the hardware prefetchers fed one-token
  * bf16 rows of up to ~4096 columns and Q8 / Q4 records best alone (prefetching every line was
  * 5-12% slower). An Intel core (Xeon, AVX-512 BF16, 2 vCPUs, 15 GB/s per core from DRAM) keeps
  * too few lines in flight while it computes: prefetching every line 32 KiB ahead (into L2) read
