@@ -79,8 +79,8 @@ typedef __m256i vi;
 /* FP8G GEMM of converted panels (matmul_grp.inc): one group (2 vectors) x 6 tokens. BF16G keeps
  * its tiles that widen bf16 in registers: on the Intel Xeon, running this tier, converted panels
  * read 0.93-0.99x them at T = 512 (FP8G 1.19-1.26x its old tiles); Zen 3 not measured. */
-#define MM_G8C_NG 1
-#define MM_G8C_NT 6
+#define MM_GC_NG 1
+#define MM_GC_NT 6
 #define MM_BFG_GEMM_CONV 0
 #define MM_G_MC 128
 #define MM_G_NB 20
