@@ -17,7 +17,8 @@
  * too few lines in flight while it computes: prefetching every line 32 KiB ahead (into L2) read
  * 1.18-1.20x the bytes per second of bf16 rows of 1024 columns (the 0.8B lm_head), 1.13-1.22x
  * of bf16 panels, 1.09-1.11x of Q8 and 1.16-1.20x of Q4 (both threads from DRAM, the
- * instances alternated in one process).
+ * instances alternated in one process). One-token Q8 / Q4 tiles have since become four row
+ * vectors, four prefetched streams, on Intel (MM_Q_T1_STREAM_PF below).
  */
 #include "kernels/matmul.h"
 
@@ -43,7 +44,6 @@ typedef __m512i vi;
 #ifdef MM_AVX512_INTEL
 #define MM_BF16_T1_PF_COLS 0 /* every width */
 #define MM_BF16_PANEL_PF 1   /* gemv_bf16_panels prefetches every line */
-#define MM_Q_T1_PF_LINES 1   /* one-token Q8 / Q4 tiles prefetch every line of a record */
 #else
 #define MM_BF16_T1_PF_COLS 4096
 #endif
@@ -93,8 +93,23 @@ typedef __m512i vi;
 #define MM_G8_GEMM_T 16 /* FP8G: the GEMM from this many tokens on (GEMV below) */
 #define MM_G_MC 128
 #define MM_G_NB 32
+/* One-token Q8 / Q4: on Zen 4 one row vector per tile, its records prefetched one line each
+ * (matmul_simd.inc). An Intel core read them at 0.75-0.85 of the bandwidth as one stream with
+ * every line prefetched 32 KiB ahead into L2. Several row vectors per tile, each a stream of its
+ * own prefetched 4 KiB ahead into L1, read more (both threads from DRAM, alternated in one
+ * process): Q8 with four 1.02-1.13x on the 0.8B shapes and 1.06-1.08x on the 27B ones; Q4 with
+ * four 0.96-1.14x and 1.10x, with two 1.05-1.11x on the 0.8B shapes (two against four:
+ * 0.93-1.07x, 27B 0.98-1.02x), as the engine's 0.8B q4 decode, which read 0.98x with four and
+ * 1.00-1.01x with two (q4 is the heavier of the two to compute: its tiles read 64 GB/s from L2
+ * against Q8's 75-100). 2 or 8 KiB ahead, or hint T1, were no better. */
+#ifdef MM_AVX512_INTEL
+#define MM_Q8_NV1 4
+#define MM_Q4_NV1 2
+#define MM_Q_T1_STREAM_PF 4096
+#else
 #define MM_Q8_NV1 1
 #define MM_Q4_NV1 1
+#endif
 #define MM_Q8_T1_PF 1
 #define MM_Q4_T1_PF 1
 #define MM_Q_NV2 4
