@@ -1,6 +1,6 @@
 /*
  * `hyla bench -m DIR [-p 512[,N...]] [-n 128[,N...]] [-d 0[,D...]] [-t N] [-r R]
- *             [--weights auto|bf16|fp8|q8|q4] [--quant-lm-head] [--quant-gdn-ab] [--fast-prefill] [--[no-]mmap]
+ *             [--weights auto|bf16|fp8|q8|q4] [--quantize-lm-head] [--quantize-gdn-ab] [--fast-prefill] [--[no-]mmap]
  *             [--isa auto] [--chunk N] [--bw-mib M] [--bw-every N] [--seed S] [--no-warmup]
  *             [--interleave] [-o md|csv]`
  *
@@ -63,8 +63,8 @@ static void usage(FILE *f) {
             "  -t, --threads N     compute threads (default 2)\n"
             "  -r, --reps R        timed repetitions per test (default 5)\n"
             "  --weights FMT       matrix format: auto (as stored) | bf16 | fp8 | q8 | q4, converted at load\n"
-            "  --quant-lm-head     lm_head follows --weights too (default: kept as stored)\n"
-            "  --quant-gdn-ab      GDN in_proj_a / in_proj_b follow --weights too\n"
+            "  --quantize-lm-head  lm_head follows --weights too (default: kept as stored)\n"
+            "  --quantize-gdn-ab   GDN in_proj_a / in_proj_b follow --weights too\n"
             "  --fast-prefill      bf16 activations in prefill matmuls\n"
             "  --mmap, --no-mmap   matrices used as stored: read from the mmap / always copied into memory\n"
             "                      (default: copied when they fit)\n"
@@ -395,9 +395,10 @@ HY_CMD(bench) {
             if (hy_cli_parse_int("--bw-every", argv[++i], 0, 1 << 20, &bw_every)) return 2;
         } else if (!strcmp(a, "--seed") && has_val) {
             if (hy_cli_parse_int("--seed", argv[++i], 0, 1 << 30, &seed)) return 2;
-        } else if (!strcmp(a, "--quant-lm-head")) {
+        } else if (!strcmp(a, "--quantize-lm-head") || !strcmp(a, "--quant-lm-head")) {
+            /* the spelling of run / serve / inspect; the short one is what bench took before */
             quant_flags |= HY_QUANT_LM_HEAD;
-        } else if (!strcmp(a, "--quant-gdn-ab")) {
+        } else if (!strcmp(a, "--quantize-gdn-ab") || !strcmp(a, "--quant-gdn-ab")) {
             quant_flags |= HY_QUANT_GDN_AB;
         } else if (!strcmp(a, "--fast-prefill")) {
             fast_prefill = true;

@@ -39,6 +39,13 @@ for t in pp8,0,8,2, pp24,0,24,2, tg3,0,3,2,; do
   grep -q "^$t" "$tmp/i.csv" || fail "interleave: no row '$t'"
 done
 
+# the lm_head / GDN a,b selection flags in run's spelling and in bench's earlier short one: both
+# take lm_head into q8, so a token streams fewer weight bytes (csv column 9) than without
+wbytes() { "$HYLA_BIN" bench -m "$M" -p 0 -n 2 -r 1 --bw-mib 0 --weights q8 -o csv "$@" 2>"$tmp/e.txt" | awk -F, '/^tg2,/{print $9}'; }
+w0=$(wbytes); w1=$(wbytes --quantize-lm-head --quantize-gdn-ab); w2=$(wbytes --quant-lm-head --quant-gdn-ab)
+[ -n "$w0" ] && [ -n "$w1" ] && [ "$w1" -lt "$w0" ] || fail "--quantize-lm-head: weight bytes $w1 not below $w0"
+[ "$w1" = "$w2" ] || fail "--quant-lm-head: weight bytes $w2, expected $w1 as --quantize-lm-head"
+
 expect_usage() { # args... : exit 2 and a message on stderr
   "$HYLA_BIN" bench "$@" >/dev/null 2>"$tmp/u.txt"
   rc=$?
