@@ -5,7 +5,7 @@
  * 6 tokens (24 accumulators) with fp32 activations, the bf16-activation GEMM of
  * matmul_gemm.inc (vdpbf16ps), int8 through vpdpbusd with the
  * weights unsigned (zero point 128 for Q8, 8 for Q4) in tiles of 64 rows x 2 tokens (measured
- * faster on Zen 4 than 32 x 4, 32 x 3, 16 x 6 or 64 x 3).
+ * faster on Zen 4 than 32 x 4, 32 x 3, 16 x 6 or 64 x 3; on Intel 32 x 4 is: below).
  *
  * Two instances: this file (tuned on Zen 4) and matmul_avx512_intel.c, which defines
  * MM_AVX512_INTEL and includes this file, for Intel cores (dispatch.c picks it by the CPU's
@@ -112,8 +112,17 @@ typedef __m512i vi;
 #endif
 #define MM_Q8_T1_PF 1
 #define MM_Q4_T1_PF 1
+/* Q8 / Q4, several tokens: the header's 4 row vectors x 2 tokens on Zen 4. On Intel 2 x 4 (both
+ * threads from DRAM, alternated in one process, 0.8B and 27B shapes): T = 2-3 1.03-1.14x, 4
+ * 1.05-1.09x, 8 1.05-1.16x, 16 1.05-1.14x, prefill (T = 512, 580-660 GOP/s) 1.06-1.08x; 4 x 4
+ * read less at 2-4 tokens, 3 x 4 the same, 2 x 6 and 2 x 8 less in prefill. */
+#ifdef MM_AVX512_INTEL
+#define MM_Q_NV2 2
+#define MM_Q_NT 4
+#else
 #define MM_Q_NV2 4
 #define MM_Q_NT 2
+#endif
 #define MM_HAVE_DPBF16 1
 #define Q8_ZP 128
 #define Q4_ZP 8
