@@ -70,11 +70,24 @@ typedef __m512i vi;
 #define MM_G_NG 2
 #define MM_G_NG1 1
 #define MM_G_NT 8
-#define MM_G8_NT 4 /* FP8G tiles: tokens (t and u of each vector stay in registers) */
+/* FP8G GEMV tiles of several tokens (t and u of each vector stay in registers): Zen 4 one group
+ * x 4 tokens. On Intel 2 groups x 8 tokens (16 chains; 1 x 4 was bound by its 4 chains'
+ * latency and by converting each quad for only 4 tokens): both threads from DRAM, alternated in
+ * one process, 0.8B and 27B shapes, T = 2-6 1.10-1.38x, 8 1.20-1.35x, 12-15 1.22-1.48x; 2 x 8
+ * against 2 x 4 1.0-1.18x. These read 1.19-1.48x the converted-panel GEMM at T = 16-32, which
+ * takes over only past HY_MATMUL_GEMV_MAX_T there. */
+#ifdef MM_AVX512_INTEL
+#define MM_G8_NT 8
+#define MM_G8_NGT 2
+#else
+#define MM_G8_NT 4
+#endif
 #define MM_G8_NG1 4 /* FP8G, one token: groups per tile */
 /* FP8 row groups (HY_WFMT_FP8G) on Intel: the loader copies FP8 matrices into them, read by
- * one-token tiles of 4 groups that prefetch 2 KiB ahead of each group, and from 16 tokens on by
- * the GEMM of converted panels (matmul_grp.inc). Intel Xeon, 2 threads from DRAM, alternated in
+ * one-token tiles of 4 groups that prefetch 2 KiB ahead of each group, tiles of 2 groups x 8
+ * tokens (above), and past HY_MATMUL_GEMV_MAX_T tokens by the GEMM of converted panels
+ * (matmul_grp.inc); the figures below for T > 1 are those of the 1 x 4 tiles and, at 16-32, of
+ * the GEMM, which ran from 16 tokens on then. Intel Xeon, 2 threads from DRAM, alternated in
  * one process against the row-major FP8 of this instance (whose 4-row tile with its 32 KiB
  * prefetch read at most 0.85 of the bandwidth even with the conversion taken out): T = 1
  * 1.30-1.58x with 2 groups (0.8B and 27B shapes, 20-29 GB/s of the ~29 that the threads read;
@@ -90,7 +103,9 @@ typedef __m512i vi;
 #define MM_FP8_GROUPS 0
 #define MM_G8_PF 0 /* FP8G, one token: no software prefetch (not measured on Zen 4) */
 #endif
+#ifndef MM_AVX512_INTEL
 #define MM_G8_GEMM_T 16 /* FP8G: the GEMM from this many tokens on (GEMV below) */
+#endif
 #define MM_G_MC 128
 #define MM_G_NB 32
 /* One-token Q8 / Q4: on Zen 4 one row vector per tile, its records prefetched one line each
