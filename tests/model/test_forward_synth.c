@@ -17,7 +17,6 @@
 #include "test_util.h"
 
 #include <stdio.h>
-#include <string.h>
 
 #define TOL_F32 2e-4 /* fp32 engine vs double reference on a 4-layer model */
 /* Same prompt in one call / in splits / token by token. Each tier is within ~6e-6 of the
@@ -127,7 +126,7 @@ static void test_exact_bf16_panels(void **st) {
     hy_cpu_kernels k; /* those the contexts select */
     hy_err kerr = {0};
     assert_int_equal(hy_cpu_kernels_init(&k, g_isa, &kerr), 0);
-    const bool groups = hy_matmul_bf16_groups(k.isa, !strcmp(k.tune, "intel"));
+    const bool groups = hy_linears_tier_flags(0, k.isa, k.tune) & HY_LIN_BF16_GROUPS;
     float *a = engine_run_res(&s->m, ids, n, splits, ns, 2, 64, HY_WRES_COPY);
     float *b = engine_run_res(&s->m, ids, n, splits, ns, 2, 64, HY_WRES_MMAP);
     if (groups) {

@@ -403,8 +403,8 @@ static void test_fp8_checkpoint(void **st) {
         if (hy_ctx_create(&c8, m8, &oi, &err)) fail_msg("fp8 checkpoint: %s", err.msg);
         const hy_linears *L = hy_ctx_linears(c8);
         /* as stored: row groups where the tier reads those and the matrices were copied */
-        const bool copied = L->res == HY_WRES_USED_COPY, intel = !strcmp(hy_ctx_tune(c8), "intel");
-        const bool grp = copied && hy_matmul_bf16_groups((hy_isa)i, intel), grp8 = copied && hy_matmul_fp8_groups((hy_isa)i, intel);
+        const unsigned gf = L->res == HY_WRES_USED_COPY ? hy_linears_tier_flags(0, (hy_isa)i, hy_ctx_tune(c8)) : 0;
+        const bool grp = gf & HY_LIN_BF16_GROUPS, grp8 = gf & HY_LIN_FP8_GROUPS;
         const unsigned bf = 1u << (grp ? HY_WFMT_BF16G : HY_WFMT_BF16);
         assert_true(L->cls[HY_WCLASS_MLP].fmts == 1u << (grp8 ? HY_WFMT_FP8G : HY_WFMT_FP8));
         assert_true(L->cls[HY_WCLASS_GDN_AB].fmts == bf);
