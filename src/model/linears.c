@@ -198,6 +198,13 @@ static hy_wfmt stored_as(const hy_model *m, hy_wfmt sf, unsigned flags, bool cop
     return sf;
 }
 
+/* Bytes of t's values (scales aside) held as `held` (stored_as): in row groups, or as stored. */
+static size_t held_data_bytes(const hy_tensor *t, hy_wfmt held) {
+    if (held == HY_WFMT_BF16G) return hy_wfmt_bytes(held, t->shape[0], t->shape[1]);
+    if (held == HY_WFMT_FP8G) return hy_fp8g_code_bytes((int)t->shape[0], (int)t->shape[1]);
+    return data_bytes(t);
+}
+
 /* The format a matrix converted into tf is made in: row groups for BF16 / FP8 when the context
  * asks for them. */
 static hy_wfmt converted_fmt(hy_wfmt tf, unsigned flags) {
@@ -239,9 +246,7 @@ int hy_linears_plan(const hy_model *m, hy_wreq req, unsigned flags, hy_wres res,
         int64_t used, owned = 0;
         if (tf == sf) {
             tf = stored_as(m, sf, flags, copy);
-            used = tensor_bytes(t);
-            if (tf == HY_WFMT_BF16G) used = (int64_t)hy_wfmt_bytes(tf, rows, cols);
-            if (tf == HY_WFMT_FP8G) used += (int64_t)hy_fp8g_code_bytes((int)rows, (int)cols) - (int64_t)data_bytes(t);
+            used = tensor_bytes(t) - (int64_t)data_bytes(t) + (int64_t)held_data_bytes(t, tf);
             if (sf == HY_WFMT_FP8 && t->scale_inv && t->scale_inv->dtype != HY_DTYPE_F32)
                 owned = hy_tensor_numel(t->scale_inv) * 4;
         } else {
@@ -510,9 +515,7 @@ static int copy_in(hy_linears *L, const hy_model *m, const hy_tensor *t, hy_mat 
     const size_t bytes = data_bytes(t);
     const hy_wfmt held = stored_as(m, dst->fmt, flags, true);
     const bool g8 = held == HY_WFMT_FP8G, groups = held == HY_WFMT_BF16G;
-    const size_t own_bytes = groups ? hy_wfmt_bytes(HY_WFMT_BF16G, dst->rows, dst->cols)
-                             : g8   ? hy_fp8g_code_bytes(dst->rows, dst->cols)
-                                    : bytes;
+    const size_t own_bytes = held_data_bytes(t, held);
     unsigned char *p = own(L, own_bytes, 1);
     if (!p)
         return hy_err_set(err, HY_E_NOMEM, "weights: out of memory copying %s (%zu bytes) out of the mmap",
@@ -576,10 +579,7 @@ int hy_linears_create(hy_linears *L, const hy_model *m, hy_wreq req, unsigned fl
         const int64_t rows = s[i].src->shape[0], cols = s[i].src->shape[1];
         if (tf == stored_fmt(s[i].src)) {
             inplace += data_bytes(s[i].src);
-            if ((flags & HY_LIN_BF16_GROUPS) && tf == HY_WFMT_BF16)
-                group_pad += hy_wfmt_bytes(HY_WFMT_BF16G, rows, cols) - data_bytes(s[i].src);
-            if ((flags & HY_LIN_FP8_GROUPS) && tf == HY_WFMT_FP8)
-                group_pad += hy_fp8g_code_bytes((int)rows, (int)cols) - data_bytes(s[i].src);
+            group_pad += held_data_bytes(s[i].src, stored_as(m, tf, flags, true)) - data_bytes(s[i].src);
         } else {
             converted += hy_wfmt_bytes(converted_fmt(tf, flags), rows, cols) + 3 * 64;
         }
