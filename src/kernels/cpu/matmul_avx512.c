@@ -10,15 +10,15 @@
  * Two instances: this file (tuned on Zen 4) and matmul_avx512_intel.c, which defines
  * MM_AVX512_INTEL and includes this file, for Intel cores (dispatch.c picks it by the CPU's
  * vendor, or HYLA_TUNE). On a given matrix both compute the same sums in the same order; they
- * differ in software prefetch, in the tiles of one-token row-group GEMVs, and in the layouts
- * they ask the loader for (the Intel one row groups for BF16 and FP8: below). On Zen 4 the hardware prefetchers fed one-token
+ * differ in software prefetch, in tile shapes, and in the layouts they ask the loader for (the
+ * Intel one row groups for BF16 and FP8: below). On Zen 4 the hardware prefetchers fed one-token
  * bf16 rows of up to ~4096 columns and Q8 / Q4 records best alone (prefetching every line was
  * 5-12% slower). An Intel core (Xeon, AVX-512 BF16, 2 vCPUs, 15 GB/s per core from DRAM) keeps
  * too few lines in flight while it computes: prefetching every line 32 KiB ahead (into L2) read
  * 1.18-1.20x the bytes per second of bf16 rows of 1024 columns (the 0.8B lm_head), 1.13-1.22x
  * of bf16 panels, 1.09-1.11x of Q8 and 1.16-1.20x of Q4 (both threads from DRAM, the
- * instances alternated in one process). One-token Q8 / Q4 tiles have since become four row
- * vectors, four prefetched streams, on Intel (MM_Q_T1_STREAM_PF below).
+ * instances alternated in one process). One-token Q8 / Q4 tiles have since become several row
+ * vectors on Intel, each a prefetched stream (MM_Q_T1_STREAM_PF below).
  */
 #include "kernels/matmul.h"
 
