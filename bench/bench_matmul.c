@@ -8,7 +8,7 @@
  *    for float weights with fp32 activations, vdpbf16ps for bf16 activations (--fast-prefill),
  *    vpdpbusd (int8) for q8 / q4 (ops counted the same way, 2 per multiply-add); on tiers without
  *    those instructions bf16 activations are measured against the fp32 FMA peak and int8 has no
- *    fraction (n/a).
+ *    fraction (n/a); where the kernels use AMX (bf16g with bf16 activations), the AMX peak.
  * Shapes: Qwen3.5-0.8B MLP (1024x3584, 3584x1024), lm_head (248320x1024), Qwen3.6-27B MLP
  * (5120x17408, 17408x5120); rows x cols = out x in. 1 and 2 threads, rows split as the forward
  * pass splits them (hy_fwd_rows: balanced, multiples of the row tile). Each figure is the best
@@ -47,7 +47,7 @@ static double max_of(const double *v, int n) {
 /* ---- roofline measurements ---------------------------------------------------------------- */
 
 typedef struct roof_job {
-    int what; /* 1 fma, 2 bf16, 3 int8 (the read bandwidth: read_gbs) */
+    int what; /* 1 fma, 2 bf16, 3 int8, 4 AMX bf16 (the read bandwidth: read_gbs) */
     long iters;
     float sink[MAXTH];
     double cpu[MAXTH];
@@ -62,6 +62,7 @@ static void roof_run(void *arg, int ith, int nth) {
     switch (j->what) {
     case 1: j->sink[ith] = hy_peak_loop(g_cpu.avx512f ? HY_PEAK_FP32_ZMM : HY_PEAK_FP32_YMM, j->iters); break;
     case 2: j->sink[ith] = hy_peak_loop(HY_PEAK_BF16_ZMM, j->iters); break;
+    case 4: j->sink[ith] = hy_peak_loop(HY_PEAK_AMX_BF16, j->iters); break;
     default: j->sink[ith] = hy_peak_loop(HY_PEAK_INT8_ZMM, j->iters); break;
     }
     j->cpu[ith] = cpu_s() - c0;
@@ -80,7 +81,7 @@ static double roof_rate(hy_threadpool *tp, int nth, roof_job *j, double units, i
 }
 
 typedef struct roof {
-    double read_gbs, fma_gf, bf16_gf, int8_gops;
+    double read_gbs, fma_gf, bf16_gf, int8_gops, amx_gf;
 } roof;
 
 /* Best read bandwidth of `reps` passes over buf (n floats) after one warm-up pass, on the
@@ -92,7 +93,7 @@ static double read_gbs(hy_threadpool *tp, const float *buf, size_t n, int reps) 
     return m.gbs_cpu;
 }
 
-static roof measure_roof(hy_threadpool *tp, int nth, const float *buf, size_t n) {
+static roof measure_roof(hy_threadpool *tp, int nth, const float *buf, size_t n, bool amx) {
     roof r = {0};
     roof_job j = {.what = 1};
     r.read_gbs = read_gbs(tp, buf, n, 5);
@@ -106,6 +107,11 @@ static roof measure_roof(hy_threadpool *tp, int nth, const float *buf, size_t n)
     if (g_cpu.avx512_vnni) {
         j.what = 3;
         r.int8_gops = roof_rate(tp, nth, &j, 1e-9 * hy_peak_loop_ops(HY_PEAK_INT8_ZMM, j.iters) * nth, 3);
+    }
+    if (amx) { /* the kernels' AMX tiles (bf16g with bf16 activations): their peak */
+        j.what = 4;
+        j.iters = 4000000 / 16;
+        r.amx_gf = roof_rate(tp, nth, &j, 1e-9 * hy_peak_loop_ops(HY_PEAK_AMX_BF16, j.iters) * nth, 3);
     }
     return r;
 }
@@ -267,8 +273,8 @@ int main(int argc, char **argv) {
     g_cpu = k.cpu;
     char desc[256];
     hy_cpu_describe(&g_cpu, desc, sizeof desc);
-    printf("machine: %s\nkernels: %s%s%s%s\n", desc, hy_isa_name(k.isa), k.tune[0] ? " (" : "", k.tune,
-           k.tune[0] ? " tuning; HYLA_TUNE)" : "");
+    printf("machine: %s\nkernels: %s%s%s%s%s\n", desc, hy_isa_name(k.isa), k.tune[0] ? " (" : "", k.tune,
+           k.tune[0] ? " tuning; HYLA_TUNE)" : "", k.amx ? " + AMX (HYLA_AMX)" : "");
 
     /* the read buffer of the roofline and of the re-measuring before every decode row: 1 GiB
      * (256 MiB quick), at least dram_span() */
@@ -291,9 +297,11 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_matmul: %s\n", err.msg);
             return 1;
         }
-        rf[ti] = measure_roof(tps[ti], ths[ti], buf, buf_n);
-        printf("roofline %d thr: read %.1f GB/s, fp32 FMA %.0f GFLOP/s, bf16 dot %.0f GFLOP/s, int8 dot %.0f Gop/s\n",
+        rf[ti] = measure_roof(tps[ti], ths[ti], buf, buf_n, k.amx);
+        printf("roofline %d thr: read %.1f GB/s, fp32 FMA %.0f GFLOP/s, bf16 dot %.0f GFLOP/s, int8 dot %.0f Gop/s",
                ths[ti], rf[ti].read_gbs, rf[ti].fma_gf, rf[ti].bf16_gf, rf[ti].int8_gops);
+        if (k.amx) printf(", AMX bf16 %.0f GFLOP/s", rf[ti].amx_gf);
+        printf("\n");
     }
     const int max_cols = 17408;
     const size_t sb = hy_matmul_scratch_bytes(max_cols);
@@ -375,7 +383,8 @@ int main(int argc, char **argv) {
     }
 
     hy_free_pages(buf, buf_n * sizeof(float));
-    printf("\nprefill GEMM, T = %d: GFLOP/s (fraction of the matching peak: fp32 FMA, bf16 dot, int8 dot)\n", Tp);
+    printf("\nprefill GEMM, T = %d: GFLOP/s (fraction of the matching peak: fp32 FMA, bf16 dot, int8 dot%s)\n", Tp,
+           k.amx ? "; bf16g bf16-act: AMX" : "");
     printf("  %-15s %-13s %-14s", "shape", "rows x cols", "format");
     for (int ti = 0; ti < nth_rows; ti++) printf("   %d thr: GFLOP/s frac    wall ms/call", ths[ti]);
     printf("\n");
@@ -412,8 +421,11 @@ int main(int argc, char **argv) {
                 /* the peak of the instruction the tier uses: avx512 has bf16 and int8 dot products;
                  * other tiers multiply in fp32 (bf16 activations) or have no measured int8 peak */
                 const bool q = f == HY_WFMT_Q8 || f == HY_WFMT_Q4, z = k.isa == HY_ISA_AVX512;
-                const double peak = q ? (z ? rf[ti].int8_gops : 0)
-                                      : pcfg[ci].act == HY_ACT_BF16 && z ? rf[ti].bf16_gf : rf[ti].fma_gf;
+                const bool amx = k.amx && f == HY_WFMT_BF16G && pcfg[ci].act == HY_ACT_BF16;
+                const double peak = q     ? (z ? rf[ti].int8_gops : 0)
+                                    : amx ? rf[ti].amx_gf
+                                    : pcfg[ci].act == HY_ACT_BF16 && z ? rf[ti].bf16_gf
+                                                                       : rf[ti].fma_gf;
                 if (peak > 0) printf("   %7.1f %5.2f %7.1f %7.1f", gf, gf / peak, flop / best_wall / 1e9, best * 1e3);
                 else printf("   %7.1f   n/a %7.1f %7.1f", gf, flop / best_wall / 1e9, best * 1e3);
             }

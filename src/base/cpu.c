@@ -77,9 +77,31 @@ void hy_cpu_detect(hy_cpu_features *f) {
             f->avx512_bf16 = (a >> 5) & 1;
         }
     }
+    /* AMX: leaf 7 EDX bit 24 (tiles) and 22 (bf16); XCR0 bits 17-18 (tile config and data) */
+    __cpuid_count(7, 0, a, b, c, d);
+    f->amx_bf16 = f->os_avx512 && ((d >> 24) & 1) && ((d >> 22) & 1) && (xcr0 & 0x60000) == 0x60000;
+}
+
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+bool hy_cpu_amx_permit(const hy_cpu_features *f) {
+    if (!f->amx_bf16) return false;
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
 }
 #else
+bool hy_cpu_amx_permit(const hy_cpu_features *f) {
+    (void)f;
+    return false;
+}
+#endif
+#else
 void hy_cpu_detect(hy_cpu_features *f) { memset(f, 0, sizeof *f); }
+bool hy_cpu_amx_permit(const hy_cpu_features *f) {
+    (void)f;
+    return false;
+}
 #endif
 
 static const char *const k_isa_names[HY_ISA_COUNT] = {"ref", "avx2", "avx512"};
@@ -112,10 +134,10 @@ hy_isa hy_isa_best(const hy_cpu_features *f) {
 
 void hy_cpu_describe(const hy_cpu_features *f, char *buf, int cap) {
     if (cap <= 0) return;
-    snprintf(buf, (size_t)cap, "%s%s%s:%s%s%s%s%s%s%s%s%s%s%s", f->brand[0] ? f->brand : "unknown CPU",
+    snprintf(buf, (size_t)cap, "%s%s%s:%s%s%s%s%s%s%s%s%s%s%s%s", f->brand[0] ? f->brand : "unknown CPU",
              f->vendor[0] ? " / " : "", f->vendor, f->avx2 ? " avx2" : "", f->fma ? " fma" : "",
              f->f16c ? " f16c" : "", f->avx512f ? " avx512f" : "", f->avx512bw ? " avx512bw" : "",
              f->avx512dq ? " avx512dq" : "", f->avx512vl ? " avx512vl" : "", f->avx512_bf16 ? " avx512_bf16" : "",
-             f->avx512_vnni ? " avx512_vnni" : "", f->os_avx512 ? "" : (f->os_avx ? " (os: no zmm state)" : ""),
+             f->avx512_vnni ? " avx512_vnni" : "", f->amx_bf16 ? " amx_bf16" : "", f->os_avx512 ? "" : (f->os_avx ? " (os: no zmm state)" : ""),
              f->avx512_emu ? " (avx512 tier emulated)" : "");
 }

@@ -19,6 +19,8 @@ typedef struct hy_cpu_features {
     bool avx, avx2, fma, f16c;
     bool avx512f, avx512bw, avx512dq, avx512vl;
     bool avx512_bf16, avx512_vnni;
+    bool amx_bf16;     /* AMX-TILE + AMX-BF16 with their register state in XCR0; on Linux a
+                          process must still ask for the tile data (hy_cpu_amx_permit) */
     bool avx512_emu;   /* test build with HY_AVX512_EMU on an AVX2 CPU: the avx512 tier runs
                           emulated (kernels/cpu/avx512_emu.h); the avx512* bits above stay the
                           hardware's, since code outside that tier uses them for real */
@@ -27,6 +29,12 @@ typedef struct hy_cpu_features {
 /* Fills f (all false on non-x86 builds). Feature bits are reported only when the OS also
  * enables the matching register state, so "true" always means "usable". */
 void hy_cpu_detect(hy_cpu_features *f);
+
+/* Asks the OS for the AMX tile data state for this process (Linux: arch_prctl
+ * ARCH_REQ_XCOMP_PERM; it is process-wide and idempotent, so every thread, existing or later,
+ * may then use tiles). Returns whether AMX may be used: false without f->amx_bf16, on other
+ * systems, or when the kernel refuses. */
+bool hy_cpu_amx_permit(const hy_cpu_features *f);
 
 /* Instruction-set tiers of the CPU kernels, lowest first. */
 typedef enum hy_isa {

@@ -78,6 +78,39 @@ __attribute__((target("avx512f,avx512vnni"))) static float int8_zmm(long iters) 
 #undef R
     return (float)_mm512_reduce_add_epi32(s);
 }
+/* AMX: four C tiles from two A and two B tiles that stay in registers (one TDPBF16PS per 16
+ * cycles per core is the documented throughput; this keeps four independent accumulators). */
+typedef struct peak_amx_cfg {
+    unsigned char palette, start_row, reserved[14];
+    unsigned short colsb[16];
+    unsigned char rows[16];
+} peak_amx_cfg;
+
+__attribute__((target("amx-tile,amx-bf16"))) static float amx_bf16(long iters) {
+    peak_amx_cfg c = {.palette = 1};
+    for (int i = 0; i < 8; i++) c.colsb[i] = 64, c.rows[i] = 16;
+    _tile_loadconfig(&c);
+    unsigned short ab[512];
+    for (int i = 0; i < 512; i++) ab[i] = 0x3c00; /* 2^-7 */
+    float out[256];
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, ab, 64);
+    _tile_loadd(5, ab, 64);
+    _tile_loadd(6, ab, 64);
+    _tile_loadd(7, ab, 64);
+    for (long it = 0; it < iters; it++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    _tile_stored(0, out, 64);
+    _tile_release();
+    return out[0];
+}
 #endif
 
 bool hy_peak_kernel_ok(const hy_cpu_features *f, hy_peak_kernel k) {
@@ -87,6 +120,7 @@ bool hy_peak_kernel_ok(const hy_cpu_features *f, hy_peak_kernel k) {
     case HY_PEAK_FP32_ZMM: return f->avx512f;
     case HY_PEAK_BF16_ZMM: return f->avx512f && f->avx512_bf16;
     case HY_PEAK_INT8_ZMM: return f->avx512f && f->avx512_vnni;
+    case HY_PEAK_AMX_BF16: return hy_cpu_amx_permit(f);
     }
 #endif
     (void)f;
@@ -101,6 +135,7 @@ float hy_peak_loop(hy_peak_kernel k, long iters) {
     case HY_PEAK_FP32_ZMM: return fp32_zmm(iters);
     case HY_PEAK_BF16_ZMM: return bf16_zmm(iters);
     case HY_PEAK_INT8_ZMM: return int8_zmm(iters);
+    case HY_PEAK_AMX_BF16: return amx_bf16(iters);
     }
 #endif
     (void)k;
@@ -109,6 +144,7 @@ float hy_peak_loop(hy_peak_kernel k, long iters) {
 }
 
 double hy_peak_loop_ops(hy_peak_kernel k, long iters) {
+    if (k == HY_PEAK_AMX_BF16) return (double)iters * 4 * 16 * 16 * 32 * 2; /* four 16x16x32 tile products */
     const double per_lane = k == HY_PEAK_INT8_ZMM ? 8 : k == HY_PEAK_BF16_ZMM ? 4 : 2;
     const double lanes = k == HY_PEAK_FP32_YMM ? 8 : 16;
     return (double)iters * PEAK_CHAINS * lanes * per_lane;
@@ -140,12 +176,15 @@ static void measure_kernel(hy_threadpool *tp, hy_peak_kernel k, long iters, int 
     }
 }
 
-void hy_peak_measure(hy_threadpool *tp, long iters, int passes, hy_peak *out) {
-    *out = (hy_peak){0, 0, 0, 0};
+void hy_peak_measure(hy_threadpool *tp, long iters, int passes, bool amx, hy_peak *out) {
+    *out = (hy_peak){0, 0, 0, 0, 0, 0};
     hy_cpu_features f;
     hy_cpu_detect(&f);
     const hy_peak_kernel k32 = hy_peak_kernel_ok(&f, HY_PEAK_FP32_ZMM) ? HY_PEAK_FP32_ZMM : HY_PEAK_FP32_YMM;
     if (hy_peak_kernel_ok(&f, k32)) measure_kernel(tp, k32, iters, passes, &out->fp32_wall, &out->fp32_cpu);
     if (hy_peak_kernel_ok(&f, HY_PEAK_BF16_ZMM))
         measure_kernel(tp, HY_PEAK_BF16_ZMM, iters, passes, &out->bf16_wall, &out->bf16_cpu);
+    /* an iteration is 16x a bf16 one's work: the same time at 1/16 of the iterations */
+    if (amx && hy_peak_kernel_ok(&f, HY_PEAK_AMX_BF16))
+        measure_kernel(tp, HY_PEAK_AMX_BF16, iters / 16 > 0 ? iters / 16 : 1, passes, &out->amx_wall, &out->amx_cpu);
 }

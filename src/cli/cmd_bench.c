@@ -19,7 +19,9 @@
  * is their time-weighted mean. Likewise the compute peaks (base/peak.h: fp32 FMA, and the
  * bf16 dot where the CPU has one) right before and after every pp repetition: %peak is the
  * run's GFLOP/s over their mean, on CPU time (wall time in the csv too), against the bf16
- * peak for act bf16 where there is one, else the fp32 one. --bw-mib 0 skips both.
+ * peak for act bf16 where there is one (the AMX one where the kernels use AMX: "amx" in the
+ * table, amx=1 in the csv's kernels line, whose bf16_peak columns then hold it), else the fp32
+ * one. --bw-mib 0 skips both.
  *  - weights/tok: bytes of matrices a decode token streams (every linear, all of lm_head, one
  *    embedding row; hy_ctx_costs); state/tok: GDN state read + written, plus the KV cache
  *    read at the run's mean position and the new K/V written (reported separately).
@@ -162,9 +164,12 @@ static hy_membw measure_bw(const bench *b) {
  * costs ~10-20 ms next to prefills of 0.1-10 s. */
 #define PEAK_ITERS (1L << 20)
 
+/* The AMX peak too where the fast prefill's matmuls run on AMX tiles (hy_ctx_amx). */
+static bool uses_amx(const bench *b) { return b->fast_prefill && hy_ctx_amx(b->ctx); }
+
 static hy_peak measure_peak(const bench *b) {
-    hy_peak pk = {0, 0, 0, 0};
-    if (b->bw_buf) hy_peak_measure(b->bw_tp, PEAK_ITERS, 3, &pk);
+    hy_peak pk = {0, 0, 0, 0, 0, 0};
+    if (b->bw_buf) hy_peak_measure(b->bw_tp, PEAK_ITERS, 3, uses_amx(b), &pk);
     return pk;
 }
 
@@ -184,7 +189,7 @@ static int run_test(bench *b, bool pp, int n, double *wall, double *cpu, double 
     *wall = *cpu = bw_s[0] = bw_s[1] = 0;
     for (int i = 0; i < 4; i++) pk_s[i] = 0;
     const int seg = pp || b->bw_every <= 0 ? n : b->bw_every;
-    const hy_peak pk0 = pp ? measure_peak(b) : (hy_peak){0, 0, 0, 0};
+    const hy_peak pk0 = pp ? measure_peak(b) : (hy_peak){0, 0, 0, 0, 0, 0};
     hy_membw bw = measure_bw(b);
     for (int i0 = 0; i0 < n; i0 += seg) {
         const int i1 = i0 + seg < n ? i0 + seg : n;
@@ -214,8 +219,10 @@ static int run_test(bench *b, bool pp, int n, double *wall, double *cpu, double 
         const hy_peak pk1 = measure_peak(b);
         pk_s[0] = *wall * 0.5 * (pk0.fp32_wall + pk1.fp32_wall);
         pk_s[1] = *cpu * 0.5 * (pk0.fp32_cpu + pk1.fp32_cpu);
-        pk_s[2] = *wall * 0.5 * (pk0.bf16_wall + pk1.bf16_wall);
-        pk_s[3] = *cpu * 0.5 * (pk0.bf16_cpu + pk1.bf16_cpu);
+        /* bf16 activations: the peak of what the kernels multiply them with (vdpbf16ps, or AMX) */
+        const bool amx = uses_amx(b);
+        pk_s[2] = *wall * 0.5 * (amx ? pk0.amx_wall + pk1.amx_wall : pk0.bf16_wall + pk1.bf16_wall);
+        pk_s[3] = *cpu * 0.5 * (amx ? pk0.amx_cpu + pk1.amx_cpu : pk0.bf16_cpu + pk1.bf16_cpu);
     }
     const int V = b->m->hp.vocab_size;
     for (int v = 0; v < V; v++)
@@ -342,10 +349,12 @@ static void test_print(const bench *b, const test_run *t) {
             printf(",%.1f,%.1f,%.5f,%.5f\n", m_pk[2], m_pk[3], m_pkf[2], m_pkf[3]);
         else printf(",,,,\n");
     } else if (pp) {
-        /* against the bf16 dot peak for bf16 activations where the CPU has one, else fp32 FMA */
+        /* against the bf16 dot peak (AMX where the kernels use it) for bf16 activations where the
+         * CPU has one, else fp32 FMA */
         const bool b16 = strcmp(act, "bf16") == 0 && m_pk[3] > 0;
         char pb[32] = "-";
-        if (m_pk[b16 ? 3 : 1] > 0) snprintf(pb, sizeof pb, "%5.1f%% %s", 100 * m_pkf[b16 ? 3 : 1], b16 ? "bf16" : "fp32");
+        if (m_pk[b16 ? 3 : 1] > 0)
+            snprintf(pb, sizeof pb, "%5.1f%% %s", 100 * m_pkf[b16 ? 3 : 1], !b16 ? "fp32" : uses_amx(b) ? "amx" : "bf16");
         printf("| %-14s | %9.2f ± %5.2f | %9.2f | %8s | %8s | %7s | %13s | %6s | %8s | %8.1f | %8.1f | %13s |\n",
                name, m_tps, s_tps, m_tpsc, "-", "-", "-", "-", "-", "-", gf, gfc, pb);
     } else {
@@ -506,10 +515,10 @@ HY_CMD(bench) {
                                      : "",
            k->decode_weight_bytes / 1e9, k->linear_params / 1e9, k->lm_head_params / 1e9,
            k->gdn_state_bytes / 1e6, k->kv_bytes_per_pos / 1024.0);
-    printf("%skernels: %s%s%s%s, %d threads, %d reps (+%s warm-up), chunk %d%s%s%s, bandwidth measured before every rep "
+    printf("%skernels: %s%s%s%s%s, %d threads, %d reps (+%s warm-up), chunk %d%s%s%s, bandwidth measured before every rep "
            "on %d MiB%s\n",
            pre, hy_ctx_isa(b.ctx), hy_ctx_tune(b.ctx)[0] ? " (" : "", hy_ctx_tune(b.ctx),
-           hy_ctx_tune(b.ctx)[0] ? " tuning)" : "", threads, reps, warmup ? "1" : "no", chunk, fast_prefill ? ", fast prefill" : "",
+           hy_ctx_tune(b.ctx)[0] ? " tuning)" : "", hy_ctx_amx(b.ctx) ? " + AMX" : "", threads, reps, warmup ? "1" : "no", chunk, fast_prefill ? ", fast prefill" : "",
            quant_flags & HY_QUANT_LM_HEAD ? ", quantized lm_head" : "",
            quant_flags & HY_QUANT_GDN_AB ? ", quantized GDN a/b" : "", bw_mib,
            bw_mib > 0 ? ", compute peaks before and after every pp rep" : "");
@@ -553,7 +562,8 @@ HY_CMD(bench) {
                hy_ctx_bytes(b.ctx), hy_seq_bytes(b.seq), cap, (double)k->kv_bytes_per_pos * hy_seq_pos(b.seq),
                (unsigned long long)k->gdn_state_bytes, proc_status_kb("VmHWM"), b.bw_floats * sizeof(float));
         printf("# logits: %s\n", b.all_finite ? "finite" : "non-finite");
-        printf("# kernels: %s threads=%d tune=%s\n", hy_ctx_isa(b.ctx), threads, hy_ctx_tune(b.ctx)[0] ? hy_ctx_tune(b.ctx) : "-");
+        printf("# kernels: %s threads=%d tune=%s amx=%d\n", hy_ctx_isa(b.ctx), threads,
+               hy_ctx_tune(b.ctx)[0] ? hy_ctx_tune(b.ctx) : "-", hy_ctx_amx(b.ctx) ? 1 : 0);
     } else {
         printf("\nmemory: context %.1f MiB, sequence %.1f MiB reserved (KV capacity %lld positions, %.1f MiB used at "
                "the end; GDN state %.1f MiB), peak RSS %.1f MiB (incl. %d MiB bandwidth buffer)\n",

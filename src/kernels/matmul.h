@@ -39,7 +39,10 @@
  *   (HY_ACT_BF16 on AVX-512 BF16 has its own order, one fp32 chain of vdpbf16ps steps over
  *   the column pairs: kernels/cpu/matmul_gemm.inc. It too depends on the column count only.
  *   BF16G, the row-group layout below, fixes the order for every kernel: one fma chain per
- *   output in column order, so its results are bit-identical across tiers too.)
+ *   output in column order, so its results are bit-identical across tiers too; except
+ *   HY_ACT_BF16 on AMX (hy_matmul_avx512_amx, kernels/cpu/matmul_amx.c): one fp32 accumulator
+ *   per output over tile steps of 32 columns, each step the hardware's TDPBF16PS, bf16
+ *   denormals read as zero. That order too depends on the column count only.)
  *
  * Threading: a call computes rows [o0, o1) for all T tokens and touches only those outputs
  * and its own scratch (hy_matmul_scratch_bytes, one buffer per thread). Callers split rows;
@@ -185,6 +188,10 @@ hy_matmul_fn hy_matmul_avx512(void);
  * asked of the loader (hy_matmul_bf16_groups / hy_matmul_fp8_groups with intel); kernels/cpu/
  * dispatch.c chooses. */
 hy_matmul_fn hy_matmul_avx512_intel(void);
+/* hy_matmul_avx512_intel() with AMX tiles for BF16G matrices with HY_ACT_BF16 (matmul_amx.c, its
+ * header has the order). Only for CPUs with AMX-BF16 whose OS granted the tile state
+ * (hy_cpu_amx_permit); NULL when this build has none. */
+hy_matmul_fn hy_matmul_avx512_amx(void);
 /* Whether the tier's one-token BF16 GEMV walks column-panel matrices HY_PANEL_ROWS rows at a
  * time (its ISA file's choice; false for tiers this build lacks and for ref). */
 bool hy_matmul_panel_walk(hy_isa isa);

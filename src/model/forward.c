@@ -360,6 +360,7 @@ size_t hy_ctx_bytes(const hy_ctx *c) {
 
 const char *hy_ctx_isa(const hy_ctx *c) { return hy_isa_name(c->kern.isa); }
 const char *hy_ctx_tune(const hy_ctx *c) { return c->kern.tune ? c->kern.tune : ""; }
+bool hy_ctx_amx(const hy_ctx *c) { return c->kern.amx; }
 
 const hy_linears *hy_ctx_linears(const hy_ctx *c) { return &c->lin; }
 

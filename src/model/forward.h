@@ -65,6 +65,9 @@ size_t hy_ctx_bytes(const hy_ctx *ctx);
 const char *hy_ctx_isa(const hy_ctx *ctx);
 /* Which instance of the tier's matmul kernels (kernels/cpu/dispatch.h: "intel", "zen" or ""). */
 const char *hy_ctx_tune(const hy_ctx *ctx);
+/* Whether that instance multiplies bf16 row groups by bf16 activations on AMX tiles
+ * (hy_matmul_avx512_amx: fast prefill only). */
+bool hy_ctx_amx(const hy_ctx *ctx);
 /* The matrices as the forward pass reads them, with per-class byte counts (->cls). */
 const hy_linears *hy_ctx_linears(const hy_ctx *ctx);
 

@@ -12,7 +12,9 @@
  *    there is (K + ceil(K/8) + 8) · 2^-24 · Σ|w x|. The worst observed ratio
  *    err / (2^-24 · Σ|w x|) is printed.
  *  - q8 / q4: bit-identical to the reference (integer dots, same float steps); bf16g and fp8g
- *    (row groups) too: one fma chain per output in column order in every kernel (matmul.h).
+ *    (row groups) too: one fma chain per output in column order in every kernel (matmul.h),
+ *    except the AMX instance's bf16g with bf16 activations (tiles of 32 columns: the bf16
+ *    activation bound above, its worst ratio printed as bf16g's).
  *  - every tier: bit-identical across row splits, and the result for a token does not depend
  *    on T (one call of T tokens == T calls of one token), except HY_ACT_BF16 which only
  *    applies from HY_MATMUL_GEMM_MIN_T tokens on. */
@@ -43,11 +45,13 @@ static double rng_u(rng *r) {
 }
 static float rng_sym(rng *r) { return (float)(2.0 * rng_u(r) - 1.0); }
 
-/* every SIMD tier, and the avx512 tier's second instance (tuned for Intel cores: other
- * prefetch, the same sums) */
+/* every SIMD tier, the avx512 tier's second instance (tuned for Intel cores: other prefetch,
+ * the same sums) and, where the CPU has AMX-BF16, its third (AMX tiles for BF16G with bf16
+ * activations: other sums, within the bf16-activation bound) */
 static int n_tiers;
-static hy_matmul_fn tier_fn[HY_ISA_COUNT + 1];
-static const char *tier_name[HY_ISA_COUNT + 1];
+static hy_matmul_fn tier_fn[HY_ISA_COUNT + 2];
+static const char *tier_name[HY_ISA_COUNT + 2];
+static bool tier_amx[HY_ISA_COUNT + 2];
 
 static int setup(void **st) {
     (void)st;
@@ -63,6 +67,13 @@ static int setup(void **st) {
         if (i == HY_ISA_AVX512 && hy_matmul_avx512_intel()) {
             tier_name[n_tiers] = "avx512 (intel)";
             tier_fn[n_tiers++] = hy_matmul_avx512_intel();
+            if (hy_matmul_avx512_amx() && !f.avx512_emu && hy_cpu_amx_permit(&f)) {
+                tier_name[n_tiers] = "avx512 (amx)";
+                tier_amx[n_tiers] = true;
+                tier_fn[n_tiers++] = hy_matmul_avx512_amx();
+            } else {
+                printf("avx512 (amx): no AMX-BF16 here, skipped\n");
+            }
         }
     }
     return 0;
@@ -247,7 +258,8 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                 free(yk);
                 free(xz);
             }
-            if (q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) {
+            const bool amx_sums = tier_amx[ti] && f == HY_WFMT_BF16G && act == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T;
+            if ((q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && !amx_sums) {
                 if (memcmp(y, yref, sizeof(float) * (size_t)T * ldy)) {
                     for (int i = 0; i < T * ldy; i++)
                         if (y[i] != yref[i]) {
@@ -258,6 +270,7 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                     fail();
                 }
             } else {
+                /* bf16 activations: one chain per output over the columns (AVX-512 vdpbf16ps, AMX tiles) */
                 const double bound = am ? (double)(cols + (cols + 7) / 8 + 8) : (double)((cols + 7) / 8 + 8) * 2.0;
                 for (int t = 0; t < T; t++)
                     for (int o2 = 0; o2 < rows; o2++) {
@@ -327,7 +340,10 @@ static void test_formats(void **st) {
     printf("%ld cases x %d tiers; worst |y - ref| in units of 2^-24·Σ|w·x| (bound (K/8+8)·2, bf16 act K+K/8+8):\n",
            S.cases, n_tiers);
     for (int f = 0; f < HY_WFMT_COUNT; f++) {
-        if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4 || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)
+        if (f == HY_WFMT_BF16G && S.worst_ratio[f][1] > 0)
+            printf("  %-5s fp32 act bit-identical to the reference, bf16 act (AMX) %.3g\n", hy_wfmt_name((hy_wfmt)f),
+                   S.worst_ratio[f][1]);
+        else if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4 || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)
             printf("  %-5s bit-identical to the reference\n", hy_wfmt_name((hy_wfmt)f));
         else
             printf("  %-5s fp32 act %.3g, bf16 act %.3g\n", hy_wfmt_name((hy_wfmt)f), S.worst_ratio[f][0],

@@ -98,6 +98,32 @@ static void test_tune_rules(void **st) {
     assert_non_null(strstr(e.msg, "skylake"));
 }
 
+/* HYLA_AMX: 0 never, 1 where usable (else an error naming why), auto where usable; never for
+ * the zen instance; other values rejected. "Usable" is this machine's answer. */
+static void test_amx_rules(void **st) {
+    (void)st;
+    hy_cpu_features none = {0}, real;
+    hy_cpu_detect(&real);
+    const bool here = real.amx_bf16 && !real.avx512_emu && hy_matmul_avx512_amx() && hy_cpu_amx_permit(&real);
+    hy_err e = {0};
+    bool amx = true;
+    assert_int_equal(hy_cpu_amx_select(&none, NULL, true, &amx, &e), 0);
+    assert_false(amx);
+    assert_int_equal(hy_cpu_amx_select(&none, "1", true, &amx, &e), HY_E_UNSUPPORTED);
+    printf("error: %s\n", e.msg);
+    assert_non_null(strstr(e.msg, "HYLA_AMX"));
+    assert_int_equal(hy_cpu_amx_select(&real, "auto", true, &amx, &e), 0);
+    assert_int_equal(amx, here);
+    assert_int_equal(hy_cpu_amx_select(&real, "1", true, &amx, &e), here ? 0 : HY_E_UNSUPPORTED);
+    assert_int_equal(hy_cpu_amx_select(&real, "0", true, &amx, &e), 0);
+    assert_false(amx);
+    assert_int_equal(hy_cpu_amx_select(&real, "auto", false, &amx, &e), 0);
+    assert_false(amx);
+    assert_int_equal(hy_cpu_amx_select(&real, "yes", true, &amx, &e), HY_E_INVALID);
+    assert_non_null(strstr(e.msg, "yes"));
+    printf("AMX here: %s\n", here ? "yes" : "no");
+}
+
 static void test_kernels_init(void **st) {
     (void)st;
     hy_cpu_kernels k;
@@ -143,10 +169,11 @@ static void test_peak(void **st) {
     hy_err e = {0};
     assert_int_equal(hy_threadpool_create(&tp, 2, &e), 0);
     hy_peak pk;
-    hy_peak_measure(tp, 1 << 12, 2, &pk);
+    hy_peak_measure(tp, 1 << 12, 2, true, &pk);
     const bool fp32 = hy_peak_kernel_ok(&f, HY_PEAK_FP32_YMM) || hy_peak_kernel_ok(&f, HY_PEAK_FP32_ZMM);
     assert_int_equal(pk.fp32_wall > 0 && pk.fp32_cpu > 0, fp32);
     assert_int_equal(pk.bf16_wall > 0 && pk.bf16_cpu > 0, hy_peak_kernel_ok(&f, HY_PEAK_BF16_ZMM));
+    assert_int_equal(pk.amx_wall > 0 && pk.amx_cpu > 0, hy_peak_kernel_ok(&f, HY_PEAK_AMX_BF16));
     hy_threadpool_free(tp);
 }
 
@@ -157,6 +184,7 @@ int main(void) {
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_select_rules),
         cmocka_unit_test(test_tune_rules),
+        cmocka_unit_test(test_amx_rules),
         cmocka_unit_test(test_kernels_init),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -78,6 +78,24 @@ int hy_cpu_tune_select(const hy_cpu_features *f, const char *env, bool *intel, h
     return 0;
 }
 
+int hy_cpu_amx_select(const hy_cpu_features *f, const char *env, bool intel, bool *amx, hy_err *e) {
+    *amx = false;
+    const bool off = env && !strcmp(env, "0"), on = env && !strcmp(env, "1");
+    if (env && env[0] && !off && !on && strcmp(env, "auto"))
+        return hy_err_set(e, HY_E_INVALID, "HYLA_AMX: unknown value '%s' (expected 0, 1 or auto)", env);
+    if (off || !intel) return 0;
+    if (!hy_matmul_avx512_amx() || !f->amx_bf16 || f->avx512_emu || !hy_cpu_amx_permit(f)) {
+        if (on)
+            return hy_err_set(e, HY_E_UNSUPPORTED, "HYLA_AMX=1: AMX is not usable here (%s)",
+                              !hy_matmul_avx512_amx() ? "not compiled into this build"
+                              : !f->amx_bf16 || f->avx512_emu ? "the CPU or OS lacks AMX-BF16"
+                                                              : "the OS refused the tile state");
+        return 0;
+    }
+    *amx = true;
+    return 0;
+}
+
 int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
     memset(k, 0, sizeof *k);
     hy_cpu_detect(&k->cpu);
@@ -96,6 +114,11 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
         if (rc) return rc;
         if (intel) k->ops.matmul = hy_matmul_avx512_intel();
         k->tune = intel ? "intel" : "zen";
+        bool amx;
+        rc = hy_cpu_amx_select(&k->cpu, getenv("HYLA_AMX"), intel, &amx, e);
+        if (rc) return rc;
+        if (amx) k->ops.matmul = hy_matmul_avx512_amx();
+        k->amx = amx;
     }
     if (!k->gdn || !k->attn || !k->ops.matmul)
         return hy_err_set(e, HY_E_UNSUPPORTED, "instruction set '%s' is not compiled into this build",

@@ -26,6 +26,7 @@ typedef struct hy_cpu_kernels {
                                vectorised for a tier are the reference ones */
     const char *tune;       /* which instance of the tier's matmul kernels: "intel" or "zen"
                                (avx512: hy_cpu_tune_select), "" for the other tiers */
+    bool amx;               /* the intel instance with AMX tiles (hy_matmul_avx512_amx) */
 } hy_cpu_kernels;
 
 /* request: tier name, or NULL / "" / "auto" to use $HYLA_ISA or else the best tier.
@@ -40,5 +41,11 @@ int hy_isa_select(const hy_cpu_features *f, const char *request, const char *env
  * "zen", else ("auto", empty or NULL) "intel" on a GenuineIntel CPU and "zen" otherwise.
  * Returns 0 and *intel, or HY_E_INVALID for another value. */
 int hy_cpu_tune_select(const hy_cpu_features *f, const char *env, bool *intel, hy_err *e);
+
+/* Whether the avx512 tier's intel instance uses AMX (hy_matmul_avx512_amx): env (the value of
+ * HYLA_AMX) "0" never, "1" always (HY_E_UNSUPPORTED where it cannot: no AMX-BF16, emulated
+ * avx512 tier, not compiled, or the OS refused the tile state), "auto" / empty / NULL where it
+ * can. Never for the zen instance. Asks the OS for the tile state (hy_cpu_amx_permit). */
+int hy_cpu_amx_select(const hy_cpu_features *f, const char *env, bool intel, bool *amx, hy_err *e);
 
 #endif
