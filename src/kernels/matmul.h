@@ -123,8 +123,9 @@ const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" "bf16
  * which the FP8 kernels' shift / AND conversion turns into four vectors of 8 rows of one
  * column each: the outer-product form of BF16G. Order (every kernel, any T): per (row, token)
  * one fp32 chain over the columns in order, acc = fma(e4m3(o,k), fl32(scale(o,k)·x(t,k)),
- * acc) (the FP8 semantics above; HY_ACT_BF16 is not applied: exact). The tier's instance
- * decides whether the loader uses it (hy_matmul_fp8_groups).
+ * acc) (the FP8 semantics above; HY_ACT_BF16 is not applied: exact, except on AMX, which
+ * applies it: w = bf16(fl32(e4m3·scale)) times bf16 x, in the AMX order of BF16G). The tier's
+ * instance decides whether the loader uses it (hy_matmul_fp8_groups).
  */
 /* Rows of a panel the one-token GEMV reads before moving to the next panel (fewer when the call
  * has fewer): callers splitting rows hand out at least this many at a time where they can. */
@@ -188,8 +189,8 @@ hy_matmul_fn hy_matmul_avx512(void);
  * asked of the loader (hy_matmul_bf16_groups / hy_matmul_fp8_groups with intel); kernels/cpu/
  * dispatch.c chooses. */
 hy_matmul_fn hy_matmul_avx512_intel(void);
-/* hy_matmul_avx512_intel() with AMX tiles for BF16G matrices with HY_ACT_BF16 (matmul_amx.c, its
- * header has the order). Only for CPUs with AMX-BF16 whose OS granted the tile state
+/* hy_matmul_avx512_intel() with AMX tiles for BF16G and FP8G matrices with HY_ACT_BF16
+ * (matmul_amx.c, its header has the order). Only for CPUs with AMX-BF16 whose OS granted the tile state
  * (hy_cpu_amx_permit); NULL when this build has none. */
 hy_matmul_fn hy_matmul_avx512_amx(void);
 /* Whether the tier's one-token BF16 GEMV walks column-panel matrices HY_PANEL_ROWS rows at a

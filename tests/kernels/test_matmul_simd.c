@@ -13,8 +13,9 @@
  *    err / (2^-24 · Σ|w x|) is printed.
  *  - q8 / q4: bit-identical to the reference (integer dots, same float steps); bf16g and fp8g
  *    (row groups) too: one fma chain per output in column order in every kernel (matmul.h),
- *    except the AMX instance's bf16g with bf16 activations (tiles of 32 columns: the bf16
- *    activation bound above, its worst ratio printed as bf16g's).
+ *    except the AMX instance's bf16g and fp8g with bf16 activations (tiles of 32 columns: the
+ *    bf16-activation bound above, its worst ratio printed; fp8g against its weights rounded to
+ *    bf16 times x rounded to bf16, summed in double).
  *  - every tier: bit-identical across row splits, and the result for a token does not depend
  *    on T (one call of T tokens == T calls of one token), except HY_ACT_BF16 which only
  *    applies from HY_MATMUL_GEMM_MIN_T tokens on. */
@@ -258,8 +259,33 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                 free(yk);
                 free(xz);
             }
-            const bool amx_sums = tier_amx[ti] && f == HY_WFMT_BF16G && act == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T;
-            if ((q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && !amx_sums) {
+            const bool amx_sums = tier_amx[ti] && (f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && act == HY_ACT_BF16 &&
+                                  T >= HY_MATMUL_GEMM_MIN_T;
+            if (amx_sums && f == HY_WFMT_FP8G) {
+                /* AMX FP8G: weights bf16(fl32(e4m3·scale)) times bf16 x (matmul.h), against those
+                 * products summed in double, within the bf16-activation bound */
+                double worst = 0;
+                for (int o2 = 0; o2 < rows; o2++) {
+                    hy_mat_row_f32(&o.m, o2, wr);
+                    for (int t = 0; t < T; t++) {
+                        double sum = 0, mag = 0;
+                        for (int k = 0; k < cols; k++) {
+                            const double p = (double)hy_round_bf16(wr[k]) * hy_round_bf16(x[(size_t)t * ldx + k]);
+                            sum += p;
+                            mag += fabs(p);
+                        }
+                        const double e = fabs((double)y[(size_t)t * ldy + o2] - sum), unit = 0x1p-24 * mag;
+                        const double ratio = unit > 0 ? e / unit : (e > 0 ? INFINITY : 0);
+                        if (ratio > worst) worst = ratio;
+                        if (!(ratio <= (double)(cols + (cols + 7) / 8 + 8))) {
+                            printf("%s fp8g bf16 act %dx%d T=%d out %d tok %d: %.9g vs %.9g (ratio %.3g)\n",
+                                   tier_name[ti], rows, cols, T, o2, t, (double)y[(size_t)t * ldy + o2], sum, ratio);
+                            fail();
+                        }
+                    }
+                }
+                if (worst > S->worst_ratio[f][1]) S->worst_ratio[f][1] = worst;
+            } else if ((q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && !amx_sums) {
                 if (memcmp(y, yref, sizeof(float) * (size_t)T * ldy)) {
                     for (int i = 0; i < T * ldy; i++)
                         if (y[i] != yref[i]) {
@@ -340,7 +366,7 @@ static void test_formats(void **st) {
     printf("%ld cases x %d tiers; worst |y - ref| in units of 2^-24·Σ|w·x| (bound (K/8+8)·2, bf16 act K+K/8+8):\n",
            S.cases, n_tiers);
     for (int f = 0; f < HY_WFMT_COUNT; f++) {
-        if (f == HY_WFMT_BF16G && S.worst_ratio[f][1] > 0)
+        if ((f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && S.worst_ratio[f][1] > 0)
             printf("  %-5s fp32 act bit-identical to the reference, bf16 act (AMX) %.3g\n", hy_wfmt_name((hy_wfmt)f),
                    S.worst_ratio[f][1]);
         else if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4 || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)
