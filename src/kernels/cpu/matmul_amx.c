@@ -22,13 +22,14 @@
  * bytes, dword i of row j = row i's columns 2j, 2j+1, which is exactly the B operand of a tile
  * (K/2 rows of N pairs). FP8G is converted to that layout one block at a time. Blocking: per
  * thread, tokens in blocks of MG_NB, converted to bf16 once ([column block][token][MG_KC], zero
- * padded); rows in blocks of MG_MC (whose weights of one column block, 64 KiB, stay in L2 while
- * every token passes them), C tiles of 32 tokens x 32 rows parked between column blocks
- * ([token][MG_MC] fp32). Measured (2 threads, T = 512, 27B shapes): 1.8-2.0 TFLOP/s, ~27% of the
- * AMX peak; column blocks of 512-2048, row blocks of 256 with 256 tokens, prefetching the next
- * block's weights or the next tokens, and walking groups outside tokens were all within +-5%.
- * What holds it there: tile loads of the tokens (the converted block streams from L3) and of
- * the weights (a 16x16x32 product per 1 KiB loaded).
+ * padded); rows in blocks of MG_AMX_MC (whose weights of one column block, 256 KiB, stay in L2
+ * while every token passes them), C tiles of 32 tokens x 32 rows parked between column blocks
+ * ([token][MG_AMX_MC] fp32). Measured (2 threads, T = 512, 27B shapes): 2.2-2.3 TFLOP/s, ~30%
+ * of the AMX peak. Within +-5%: column blocks of 128 or 512-2048, prefetching the next block's
+ * weights or the next tokens, groups outside tokens, 2 x 2 tiles of L1 blocks. What holds it
+ * there: beyond its 2 MiB L2 this core reads ~29 GB/s whether from L3 or DRAM, and the tokens'
+ * converted blocks stream from there once per row block; each 16x16x32 tile product loads 1 KiB
+ * (2 x 2 C tiles: the most the 8 tiles allow), and parking accumulators in L2 costs ~20%.
  */
 #include "kernels/cpu/matmul_blk.h"
 #include "kernels/matmul.h"
@@ -55,9 +56,9 @@ typedef struct amx_cfg {
 
 #define AMX_KS 32                                /* columns per tile step */
 #define AMX_NBP (MG_NB)                          /* token rows of the converted block */
-#define AMX_TAIL_BYTES ((size_t)(MG_MC / HY_G_ROWS) * 1024)
-_Static_assert(MG_NB % 32 == 0 && MG_MC % 32 == 0 && MG_KC % AMX_KS == 0, "AMX blocks");
-_Static_assert(AMX_TAIL_BYTES <= (size_t)MG_MC * MG_KC * 2, "AMX tail buffer fits the weight panel's scratch");
+#define AMX_TAIL_BYTES ((size_t)(MG_AMX_MC / HY_G_ROWS) * 1024)
+_Static_assert(MG_NB % 32 == 0 && MG_AMX_MC % 32 == 0 && MG_KC % AMX_KS == 0, "AMX blocks");
+_Static_assert(AMX_TAIL_BYTES <= (size_t)MG_AMX_MC * MG_KC * 2, "AMX tail buffer fits the weight panel's scratch");
 _Static_assert(HY_G_ROWS == 16, "a row group is a tile's 16 columns");
 
 static void amx_config(void) {
@@ -97,10 +98,10 @@ static void amx_pack_x(const float *x, size_t ldx, int nb, int K, uint16_t *xbf)
 /* One column block: C tiles of 32 tokens x 2 groups over ns steps of 32 columns. wg[i]: group
  * i's first pair of the block (64 bytes per pair); tail[i]: its last step's 16 pairs, zero
  * padded, where the group has fewer (NULL: none). xa: the block's tokens (MG_KC apart); park:
- * their accumulators, MG_MC floats apart. */
+ * their accumulators, MG_AMX_MC floats apart. */
 static void amx_step_block(const unsigned char *wg0, const unsigned char *wg1, const unsigned char *tail0,
                            const unsigned char *tail1, int ns, const uint16_t *xa, float *park, bool first) {
-    const size_t pld = (size_t)MG_MC * 4, xld = (size_t)MG_KC * 2;
+    const size_t pld = (size_t)MG_AMX_MC * 4, xld = (size_t)MG_KC * 2;
     if (first) {
         _tile_zero(0);
         _tile_zero(1);
@@ -109,8 +110,8 @@ static void amx_step_block(const unsigned char *wg0, const unsigned char *wg1, c
     } else {
         _tile_loadd(0, park, pld);
         _tile_loadd(1, park + HY_G_ROWS, pld);
-        _tile_loadd(2, park + 16 * (size_t)MG_MC, pld);
-        _tile_loadd(3, park + 16 * (size_t)MG_MC + HY_G_ROWS, pld);
+        _tile_loadd(2, park + 16 * (size_t)MG_AMX_MC, pld);
+        _tile_loadd(3, park + 16 * (size_t)MG_AMX_MC + HY_G_ROWS, pld);
     }
     const int nfull = tail0 ? ns - 1 : ns;
     for (int s = 0; s < nfull; s++) {
@@ -136,15 +137,15 @@ static void amx_step_block(const unsigned char *wg0, const unsigned char *wg1, c
     }
     _tile_stored(0, park, pld);
     _tile_stored(1, park + HY_G_ROWS, pld);
-    _tile_stored(2, park + 16 * (size_t)MG_MC, pld);
-    _tile_stored(3, park + 16 * (size_t)MG_MC + HY_G_ROWS, pld);
+    _tile_stored(2, park + 16 * (size_t)MG_AMX_MC, pld);
+    _tile_stored(3, park + 16 * (size_t)MG_AMX_MC + HY_G_ROWS, pld);
 }
 
 /* The parked results of rows [rb, re) x tokens [0, nb) into y (rows below o0 are another call's). */
 static void amx_write(const float *park, int rb, int re, int o0, int nb, float *y, size_t ldy, bool accumulate) {
     const int lo = rb > o0 ? rb : o0;
     for (int t = 0; t < nb; t++) {
-        const float *p = park + (size_t)t * MG_MC - rb;
+        const float *p = park + (size_t)t * MG_AMX_MC - rb;
         float *d = y + (size_t)t * ldy;
         for (int r = lo; r < re; r += 16) {
             const __mmask16 m = (__mmask16)(re - r >= 16 ? 0xffffu : (1u << (re - r)) - 1u);
@@ -203,15 +204,15 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
     const int K = W->cols, npair = (K + 1) / 2;
     const size_t gstride = (size_t)npair * 64;
     float *park = scratch;
-    unsigned char *wbuf = (unsigned char *)scratch + (size_t)MG_NB * MG_MC * 4;
-    uint16_t *xbf = (uint16_t *)(wbuf + (size_t)MG_MC * MG_KC * 2);
+    unsigned char *wbuf = (unsigned char *)scratch + (size_t)MG_NB * MG_AMX_MC * 4;
+    uint16_t *xbf = (uint16_t *)(wbuf + (size_t)MG_AMX_MC * MG_KC * 2);
     const unsigned char *data = W->data;
     amx_config();
     for (int sb = 0; sb < T; sb += MG_NB) {
         const int nb = T - sb < MG_NB ? T - sb : MG_NB;
         amx_pack_x(x + (size_t)sb * ldx, ldx, nb, K, xbf);
-        for (int rb = o0 / HY_G_ROWS * HY_G_ROWS; rb < o1; rb += MG_MC) {
-            const int re = o1 - rb < MG_MC ? o1 : rb + MG_MC;
+        for (int rb = o0 / HY_G_ROWS * HY_G_ROWS; rb < o1; rb += MG_AMX_MC) {
+            const int re = o1 - rb < MG_AMX_MC ? o1 : rb + MG_AMX_MC;
             const int g0 = rb / HY_G_ROWS, ng = (re - rb + HY_G_ROWS - 1) / HY_G_ROWS;
             for (int kb = 0; kb * MG_KC < K; kb++) {
                 const int kc = K - kb * MG_KC < MG_KC ? K - kb * MG_KC : MG_KC, ns = (kc + AMX_KS - 1) / AMX_KS;
@@ -236,7 +237,7 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
                         const int g1 = g + 1 < ng ? g + 1 : g;
                         amx_step_block(wb + (size_t)g * gs, wb + (size_t)g1 * gs, tail ? wbuf + (size_t)g * 1024 : NULL,
                                        tail ? wbuf + (size_t)g1 * 1024 : NULL, ns, xk + (size_t)tb * MG_KC,
-                                       park + (size_t)tb * MG_MC + (size_t)g * HY_G_ROWS, kb == 0);
+                                       park + (size_t)tb * MG_AMX_MC + (size_t)g * HY_G_ROWS, kb == 0);
                     }
             }
             amx_write(park, rb, re, o0, nb, y + (size_t)sb * ldy, ldy, accumulate);

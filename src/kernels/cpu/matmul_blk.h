@@ -19,4 +19,14 @@ static inline size_t hy_mg_scratch_bytes(int K) {
     return (size_t)MG_NB * MG_MC * 4 + (size_t)MG_MC * MG_KC * 2 + nkb * MG_NB * MG_KC * 2;
 }
 
+/* The AMX GEMM (matmul_amx.c) takes rows in blocks of MG_AMX_MC (2 threads, T = 512, 27B and
+ * 0.8B shapes: 1.07-1.15x blocks of MG_MC, except 0.95x on 3584 x 1024) with the same token and
+ * column blocks: parked accumulators [MG_NB][MG_AMX_MC] fp32, a converted FP8G block
+ * [MG_AMX_MC][MG_KC] bf16, the tokens as bf16 as above. */
+#define MG_AMX_MC 512
+static inline size_t hy_mg_amx_scratch_bytes(int K) {
+    const size_t nkb = (size_t)((K > 0 ? K : 1) + MG_KC - 1) / MG_KC;
+    return (size_t)MG_NB * MG_AMX_MC * 4 + (size_t)MG_AMX_MC * MG_KC * 2 + nkb * MG_NB * MG_KC * 2;
+}
+
 #endif

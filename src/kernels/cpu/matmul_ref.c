@@ -45,6 +45,7 @@ size_t hy_matmul_scratch_bytes(int max_cols) {
     size_t n = q > ref ? q : ref;
     if (n < SCRATCH_F_BYTES) n = SCRATCH_F_BYTES;
     if (n < hy_mg_scratch_bytes(max_cols)) n = hy_mg_scratch_bytes(max_cols);
+    if (n < hy_mg_amx_scratch_bytes(max_cols)) n = hy_mg_amx_scratch_bytes(max_cols);
     /* FP8 GEMV: x times the scales, padded to the SIMD tiers' blocks of up to 64 columns (also
      * room for the BF16 GEMV's x in the pair order, padded to 2·VL <= 64 columns) */
     const size_t f8x = (size_t)HY_MATMUL_GEMV_MAX_T * ALIGN_UP((size_t)(max_cols > 0 ? max_cols : 1), 64) * sizeof(float);
