@@ -61,10 +61,25 @@ static void spin_wait_step(int *spins) {
     }
 }
 
+/* Flush-to-zero and denormals-are-zero (threadpool.h: why), returning the previous state. */
+#if defined(__x86_64__) || defined(__SSE__)
+#include <xmmintrin.h>
+static unsigned ftz_on(void) {
+    const unsigned prev = _mm_getcsr();
+    _mm_setcsr(prev | 0x8040u); /* FTZ (bit 15) | DAZ (bit 6) */
+    return prev;
+}
+static void ftz_restore(unsigned prev) { _mm_setcsr(prev); }
+#else
+static unsigned ftz_on(void) { return 0; }
+static void ftz_restore(unsigned prev) { (void)prev; }
+#endif
+
 static void *worker_main(void *arg) {
     hy_worker *w = arg;
     hy_threadpool *tp = w->tp;
     int seen = 0;
+    ftz_on(); /* a worker only ever runs jobs */
     for (;;) {
         int spins = 0;
         int g;
@@ -140,8 +155,10 @@ void hy_threadpool_free(hy_threadpool *tp) {
 int hy_threadpool_size(const hy_threadpool *tp) { return tp->n; }
 
 void hy_threadpool_run(hy_threadpool *tp, hy_job_fn fn, void *ctx) {
+    const unsigned csr = ftz_on(); /* the caller's own state comes back afterwards */
     if (tp->n == 1) {
         fn(ctx, 0, 1);
+        ftz_restore(csr);
         return;
     }
     tp->fn = fn;
@@ -156,6 +173,7 @@ void hy_threadpool_run(hy_threadpool *tp, hy_job_fn fn, void *ctx) {
 
     int spins = 0;
     while (atomic_load(&tp->n_done) != tp->n - 1) spin_wait_step(&spins);
+    ftz_restore(csr);
 }
 
 /* One pool job timed per thread; t0 / t1 / cpu: tp->n entries each (one allocation). */
