@@ -53,7 +53,8 @@ static void usage(FILE *f) {
             "  --prefix-cache-bytes SIZE  budget of cached attention KV blocks (default: the KV of one\n"
             "                             max-model-len context, at most 1/4 of RAM)\n"
             "  --max-body BYTES           largest request body (default 8 MiB)\n"
-            "  --drain-timeout S          seconds to let requests finish on SIGINT/SIGTERM (default 30)\n");
+            "  --drain-timeout S          seconds to let requests finish on SIGINT/SIGTERM (default 30)\n"
+            "Weights and kernels (as hyla run):\n" HY_CLI_CTX_OPTS_USAGE);
 }
 
 /* BYTES with an optional K/M/G/T suffix (powers of 1024). */
@@ -94,6 +95,9 @@ HY_CMD(serve) {
     int block_size = 16, ckpt_interval = 2048;
     size_t state_bytes = 0, pkv_bytes = 0; /* 0: the engine's automatic budgets */
     if (threads < 1) threads = 1;
+    hy_ctx_opts copts;
+    memset(&copts, 0, sizeof copts);
+    int copt;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool hv = i + 1 < argc;
@@ -133,6 +137,8 @@ HY_CMD(serve) {
             if (hy_cli_parse_int("--max-body", argv[++i], 1024, 1 << 30, &max_body)) return 2;
         } else if (!strcmp(a, "--drain-timeout") && hv) {
             if (hy_cli_parse_int("--drain-timeout", argv[++i], 0, 3600, &drain_s)) return 2;
+        } else if ((copt = hy_cli_ctx_opt(argc, argv, &i, &copts)) != 0) {
+            if (copt < 0) return 2;
         } else {
             fprintf(stderr, "hyla serve: unknown option or missing value: '%s'\n", a);
             usage(stderr);
@@ -174,7 +180,9 @@ HY_CMD(serve) {
         max_len = m->hp.max_position_embeddings > 0 ? m->hp.max_position_embeddings : 4096;
         if (max_len > 4096) max_len = 4096;
     }
-    if (hy_fwd_model_create(&fm, m, threads, chunk, max_len, &err)) goto fail;
+    copts.n_threads = threads;
+    copts.max_chunk = chunk;
+    if (hy_fwd_model_create_opts(&fm, m, &copts, max_len, &err)) goto fail;
 
     hy_engine_config ec;
     hy_engine_config_default(&ec);

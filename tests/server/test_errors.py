@@ -147,3 +147,17 @@ def test_sigterm_drains():
     assert s.proc.wait(timeout=30) == 0
     assert "draining" in s.logs()
     s.stop()
+
+
+def test_weight_and_kernel_options():
+    """hyla serve takes hyla run's weight / kernel options: a q8 server with bf16-activation
+    prefill answers like any other; a bad --weights value stops it at start, naming the option."""
+    s = Server("--weights", "q8", "--fast-prefill", "--max-model-len", "512")
+    try:
+        c = openai.OpenAI(base_url=s.url + "/v1", api_key="unused", max_retries=0, timeout=60)
+        r = c.completions.create(model=MODEL_NAME, prompt="weights " * 20, max_tokens=4, temperature=0)
+        assert r.usage.completion_tokens == 4 or r.choices[0].finish_reason == "stop"
+    finally:
+        s.stop()
+    with pytest.raises(RuntimeError, match="--weights expects"):
+        Server("--weights", "q3")
