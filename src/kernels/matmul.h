@@ -32,7 +32,9 @@
  *       round-to-nearest-even); per group g the integer dot i_g = Σ q_w·q_x is exact, and
  *           acc = 0; for g in order: acc = fma((float)i_g, fl32(h(o,g)·s_x(t,g)), acc);
  *           y = fl32(acc · d(o))
- *       This is bit-reproducible, so every ISA and the reference agree exactly.
+ *       This is bit-reproducible, so every ISA and the reference agree exactly, with either
+ *       activation mode; except HY_ACT_BF16 on AMX (hy_matmul_avx512_amx), which multiplies
+ *       bf16(fl32(fl32(d(o)·h(o,g))·q)) by bf16 x in the AMX order of BF16G (below).
  *   Float formats: the summation order is the kernel's, but each kernel uses ONE order per
  *   (output, token) that depends only on the number of columns: never on T, on the row range,
  *   or on the thread, so results are bit-identical across thread counts and batch sizes.
@@ -189,7 +191,7 @@ hy_matmul_fn hy_matmul_avx512(void);
  * asked of the loader (hy_matmul_bf16_groups / hy_matmul_fp8_groups with intel); kernels/cpu/
  * dispatch.c chooses. */
 hy_matmul_fn hy_matmul_avx512_intel(void);
-/* hy_matmul_avx512_intel() with AMX tiles for BF16G and FP8G matrices with HY_ACT_BF16
+/* hy_matmul_avx512_intel() with AMX tiles for BF16G, FP8G, Q8 and Q4 matrices with HY_ACT_BF16
  * (matmul_amx.c, its header has the order). Only for CPUs with AMX-BF16 whose OS granted the tile state
  * (hy_cpu_amx_permit); NULL when this build has none. */
 hy_matmul_fn hy_matmul_avx512_amx(void);

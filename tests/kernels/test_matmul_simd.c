@@ -13,9 +13,9 @@
  *    err / (2^-24 · Σ|w x|) is printed.
  *  - q8 / q4: bit-identical to the reference (integer dots, same float steps); bf16g and fp8g
  *    (row groups) too: one fma chain per output in column order in every kernel (matmul.h),
- *    except the AMX instance's bf16g and fp8g with bf16 activations (tiles of 32 columns: the
- *    bf16-activation bound above, its worst ratio printed; fp8g against its weights rounded to
- *    bf16 times x rounded to bf16, summed in double).
+ *    except the AMX instance's bf16g, fp8g, q8 and q4 with bf16 activations (tiles of 32
+ *    columns: the bf16-activation bound above, its worst ratio printed; fp8g / q8 / q4 against
+ *    their fp32 weights rounded to bf16 times x rounded to bf16, summed in double).
  *  - every tier: bit-identical across row splits, and the result for a token does not depend
  *    on T (one call of T tokens == T calls of one token), except HY_ACT_BF16 which only
  *    applies from HY_MATMUL_GEMM_MIN_T tokens on. */
@@ -229,7 +229,9 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
         }
     }
     const bool q = f == HY_WFMT_Q8 || f == HY_WFMT_Q4;
-    for (int am = 0; am < (q ? 1 : 2); am++) {
+    bool any_amx = false; /* q8 / q4 take bf16 activations only on AMX (elsewhere the int8 path either way) */
+    for (int ti = 0; ti < n_tiers; ti++) any_amx |= tier_amx[ti];
+    for (int am = 0; am < (q && !any_amx ? 1 : 2); am++) {
         const hy_act act = am ? HY_ACT_BF16 : HY_ACT_F32;
         float *yref = run(hy_ref_matmul_mat, &o.m, T, x, ldx, act, NULL, 0, false, scratch);
         const int ldy = rows + 3;
@@ -241,7 +243,7 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
             for (int t = 0; t < T; t++)
                 for (int o2 = 0; o2 < rows; o2++)
                     assert_true(ya[(size_t)t * ldy + o2] == 0.5f + y[(size_t)t * ldy + o2]);
-            if (q || ((f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act == HY_ACT_F32)) {
+            if ((q || f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act == HY_ACT_F32) {
                 /* HY_ACT_KEEP_X: the pieces reuse the activations the first one quantized (FP8:
                  * scaled, per row block; BF16: de-interleaved); a call whose x differs from the previous call's
                  * (another buffer, or another ldx) quantizes again even when told to keep */
@@ -259,11 +261,11 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                 free(yk);
                 free(xz);
             }
-            const bool amx_sums = tier_amx[ti] && (f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && act == HY_ACT_BF16 &&
-                                  T >= HY_MATMUL_GEMM_MIN_T;
-            if (amx_sums && f == HY_WFMT_FP8G) {
-                /* AMX FP8G: weights bf16(fl32(e4m3·scale)) times bf16 x (matmul.h), against those
-                 * products summed in double, within the bf16-activation bound */
+            const bool amx_sums = tier_amx[ti] && (f == HY_WFMT_BF16G || f == HY_WFMT_FP8G || q) &&
+                                  act == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T;
+            if (amx_sums && f != HY_WFMT_BF16G) {
+                /* AMX FP8G / Q8 / Q4: their fp32 weights (e4m3·scale, d·h·q) rounded to bf16 times bf16 x
+                 * (matmul.h), against those products summed in double, within the bf16-activation bound */
                 double worst = 0;
                 for (int o2 = 0; o2 < rows; o2++) {
                     hy_mat_row_f32(&o.m, o2, wr);
@@ -278,8 +280,9 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                         const double ratio = unit > 0 ? e / unit : (e > 0 ? INFINITY : 0);
                         if (ratio > worst) worst = ratio;
                         if (!(ratio <= (double)(cols + (cols + 7) / 8 + 8))) {
-                            printf("%s fp8g bf16 act %dx%d T=%d out %d tok %d: %.9g vs %.9g (ratio %.3g)\n",
-                                   tier_name[ti], rows, cols, T, o2, t, (double)y[(size_t)t * ldy + o2], sum, ratio);
+                            printf("%s %s bf16 act %dx%d T=%d out %d tok %d: %.9g vs %.9g (ratio %.3g)\n",
+                                   tier_name[ti], hy_wfmt_name(f), rows, cols, T, o2, t, (double)y[(size_t)t * ldy + o2],
+                                   sum, ratio);
                             fail();
                         }
                     }
@@ -366,7 +369,7 @@ static void test_formats(void **st) {
     printf("%ld cases x %d tiers; worst |y - ref| in units of 2^-24·Σ|w·x| (bound (K/8+8)·2, bf16 act K+K/8+8):\n",
            S.cases, n_tiers);
     for (int f = 0; f < HY_WFMT_COUNT; f++) {
-        if ((f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && S.worst_ratio[f][1] > 0)
+        if ((f == HY_WFMT_BF16G || f == HY_WFMT_FP8G || f == HY_WFMT_Q8 || f == HY_WFMT_Q4) && S.worst_ratio[f][1] > 0)
             printf("  %-5s fp32 act bit-identical to the reference, bf16 act (AMX) %.3g\n", hy_wfmt_name((hy_wfmt)f),
                    S.worst_ratio[f][1]);
         else if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4 || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)

@@ -1,15 +1,17 @@
 /*
  * The avx512 tier's Intel matmul instance with AMX (Advanced Matrix Extensions, Sapphire Rapids
  * and later): hy_matmul_avx512_amx() is hy_matmul_avx512_intel() except that row groups
- * (HY_WFMT_BF16G, HY_WFMT_FP8G) with bf16 activations (HY_ACT_BF16, the opt-in fast prefill)
- * from HY_MATMUL_GEMM_MIN_T tokens on go through TDPBF16PS tiles. kernels/cpu/dispatch.c picks
+ * (HY_WFMT_BF16G, HY_WFMT_FP8G) and int8 blocks (Q8, Q4) with bf16 activations (HY_ACT_BF16,
+ * the opt-in fast prefill) from HY_MATMUL_GEMM_MIN_T tokens on go through TDPBF16PS tiles. kernels/cpu/dispatch.c picks
  * it where the CPU has AMX-BF16 and the OS granted this process the tile state
  * (hy_cpu_amx_permit).
  *
  * Why only there: a tile multiplies bf16 by bf16, so it cannot compute the exact fp32-activation
  * contract (matmul.h). With bf16 activations BF16G gets the same products as the fp32 FMA chain
  * of the other instances, summed in another order; FP8G gets weights bf16(fl32(e4m3·scale)),
- * the FP8 semantics of HY_ACT_BF16 (the other instances keep FP8G exact). One core of this
+ * the FP8 semantics of HY_ACT_BF16 (the other instances keep FP8G exact), and Q8 / Q4
+ * bf16(fl32(fl32(d·h)·q)) (the others run their int8 path, bit-exact, either way: a W8A8 whose
+ * per-group float steps bound it, ~0.35 TFLOP/s here). One core of this
  * file's development machine (a Xeon under KVM): 3.7 TFLOP/s from registers against ~0.2 for
  * the fp32 FMAs.
  *
@@ -20,7 +22,8 @@
  *
  * BF16G needs no repacking: 16 consecutive column pairs of a row group are 16 x 64 contiguous
  * bytes, dword i of row j = row i's columns 2j, 2j+1, which is exactly the B operand of a tile
- * (K/2 rows of N pairs). FP8G is converted to that layout one block at a time. Blocking: per
+ * (K/2 rows of N pairs). FP8G, Q8 and Q4 are converted to that layout one block at a time (an
+ * int8 block of 16 rows is a row group). Blocking: per
  * thread, tokens in blocks of MG_NB, converted to bf16 once ([column block][token][MG_KC], zero
  * padded); rows in blocks of MG_AMX_MC (whose weights of one column block, 256 KiB, stay in L2
  * while every token passes them), C tiles of 32 tokens x 32 rows parked between column blocks
@@ -59,7 +62,8 @@ typedef struct amx_cfg {
 #define AMX_TAIL_BYTES ((size_t)(MG_AMX_MC / HY_G_ROWS) * 1024)
 _Static_assert(MG_NB % 32 == 0 && MG_AMX_MC % 32 == 0 && MG_KC % AMX_KS == 0, "AMX blocks");
 _Static_assert(AMX_TAIL_BYTES <= (size_t)MG_AMX_MC * MG_KC * 2, "AMX tail buffer fits the weight panel's scratch");
-_Static_assert(HY_G_ROWS == 16, "a row group is a tile's 16 columns");
+_Static_assert(HY_G_ROWS == 16 && HY_Q_ROWS == 16, "a row group / int8 block is a tile's 16 columns");
+_Static_assert(MG_KC % HY_Q_GROUP == 0, "column blocks of whole int8 groups");
 
 static void amx_config(void) {
     amx_cfg c;
@@ -196,11 +200,43 @@ static void amx_conv_fp8g(const hy_mat *W, int g0, int ng, int k0, int kc, unsig
     }
 }
 
-/* BF16G: the row groups in place (their last step, where short, copied zero padded); FP8G: each
- * block's weights converted to bf16 pairs first (amx_conv_fp8g) into the panel buffer. */
+/* Block b (16 rows: one tile's columns) of a Q8 / Q4 W, columns [k0, k0 + kc) (k0 a multiple of
+ * HY_Q_GROUP), as bf16(fl32(fl32(d·h)·q)) (hy_mat_row_f32's fp32 weights, rounded) in the BF16G
+ * pair layout at dst (pair j at dst + j·64). Columns past W->cols are zero weights already. */
+static void amx_conv_q(const hy_mat *W, int b, int k0, int kc, unsigned char *dst) {
+    const bool q4 = W->fmt == HY_WFMT_Q4;
+    const int G = hy_q_groups(W->cols), ngq = (kc + HY_Q_GROUP - 1) / HY_Q_GROUP;
+    const size_t R = hy_q_record_bytes(W->fmt);
+    const __m512 d = _mm512_loadu_ps(W->scale + (size_t)b * HY_Q_ROWS);
+    const __m512i m8 = _mm512_set1_epi32(0xff), m4 = _mm512_set1_epi32(0xf);
+    const __m512i z8 = _mm512_set1_epi32(128), z4 = _mm512_set1_epi32(8);
+    for (int gi = 0; gi < ngq; gi++) {
+        const size_t rg = (size_t)b * G + (size_t)(k0 / HY_Q_GROUP + gi);
+        const unsigned char *rec = (const unsigned char *)W->data + rg * R;
+        const __m512 s = _mm512_mul_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(W->gscale + rg * HY_Q_ROWS))));
+        unsigned char *o = dst + (size_t)gi * (HY_Q_GROUP / 2) * 64;
+        /* one 64-byte vector: dword j = row j; Q8 four columns, Q4 eight (low nibbles first) */
+        for (int v = 0; v < (q4 ? 4 : 8); v++) {
+            const __m512i c = _mm512_loadu_si512(rec + (size_t)v * 64);
+            __m512 w[8];
+            for (int i = 0; i < (q4 ? 8 : 4); i++) {
+                const __m512i q = q4 ? _mm512_sub_epi32(_mm512_and_si512(_mm512_srli_epi32(c, 8 * (i % 4) + 4 * (i / 4)), m4), z4)
+                                     : _mm512_sub_epi32(_mm512_and_si512(_mm512_srli_epi32(c, 8 * i), m8), z8);
+                w[i] = _mm512_mul_ps(s, _mm512_cvtepi32_ps(q));
+            }
+            const int np = q4 ? 4 : 2; /* pairs of this vector's columns */
+            for (int p = 0; p < np; p++)
+                _mm512_storeu_si512(o + (size_t)(v * np + p) * 64, amx_pair(w[2 * p], w[2 * p + 1]));
+        }
+    }
+}
+
+/* BF16G: the row groups in place (their last step, where short, copied zero padded); FP8G, Q8 and
+ * Q4: each block's weights converted to bf16 pairs first (amx_conv_fp8g, amx_conv_q) into the
+ * panel buffer. */
 static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
                      bool accumulate, void *scratch) {
-    const bool f8 = W->fmt == HY_WFMT_FP8G;
+    const bool f8 = W->fmt == HY_WFMT_FP8G, q = W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4;
     const int K = W->cols, npair = (K + 1) / 2;
     const size_t gstride = (size_t)npair * 64;
     float *park = scratch;
@@ -220,8 +256,11 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
                 const unsigned char *wb = data + (size_t)g0 * gstride + (size_t)j0 * 64; /* group g: + g·gs */
                 size_t gs = gstride;
                 bool tail = false;
-                if (f8) {
-                    amx_conv_fp8g(W, g0, ng, kb * MG_KC, kc, wbuf);
+                if (f8 || q) {
+                    if (f8) amx_conv_fp8g(W, g0, ng, kb * MG_KC, kc, wbuf);
+                    else
+                        for (int g = 0; g < ng; g++)
+                            amx_conv_q(W, g0 + g, kb * MG_KC, kc, wbuf + (size_t)g * (MG_KC / 2) * 64);
                     wb = wbuf, gs = (size_t)(MG_KC / 2) * 64;
                 } else if (jt + AMX_KS / 2 > npair) { /* the last step's pairs the groups have, zero padded */
                     tail = true;
@@ -254,8 +293,8 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
 
 static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
                    bool accumulate, hy_act act, void *scratch) {
-    if ((W->fmt == HY_WFMT_BF16G || W->fmt == HY_WFMT_FP8G) && HY_ACT_MODE(act) == HY_ACT_BF16 &&
-        T >= HY_MATMUL_GEMM_MIN_T) {
+    const bool fmt = W->fmt == HY_WFMT_BF16G || W->fmt == HY_WFMT_FP8G || W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4;
+    if (fmt && HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T) {
         if (o1 <= o0) return;
         memset(scratch, 0, HY_MATMUL_SCRATCH_HDR); /* what the instance kept there is gone */
         amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
