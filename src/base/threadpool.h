@@ -14,15 +14,17 @@
  * algorithm makes results independent of the thread count (bit for bit), and a
  * single job per forward step keeps the number of wake-ups at one per step.
  *
- * Denormals: every thread runs jobs with x86's FTZ and DAZ set (denormal results
- * and inputs become zero; the caller's own MXCSR is restored when the job ends).
- * An Intel core takes a microcode assist of ~100 cycles per operation that meets
- * a denormal, and the Gated DeltaNet's decays make plenty: the 0.8B random model's
- * prefill spent ~5x longer in its delta rule with them (pp512 230 -> 278 tok/s
- * with fp32 activations, 416 -> 700 with bf16; 27B slice:4 363 -> 421 with
- * bf16). What changes is below 2^-126 (1.2e-38); every thread flushes the same
- * way, so results stay independent of the thread count. As oneDNN and TensorFlow
- * do for their compute threads.
+ * Denormals: every thread runs jobs with x86's FTZ set (denormal results become
+ * zero; the caller's own MXCSR is restored when the job ends). An Intel core takes
+ * a microcode assist of ~100 cycles per operation that makes a denormal, and the
+ * Gated DeltaNet's decays make plenty: the 0.8B random model's prefill spent ~5x
+ * longer in its delta rule with them (pp512 230 -> 278 tok/s with fp32
+ * activations, 416 -> 700 with bf16; 27B slice:4 363 -> 421 with bf16). Results
+ * that change are below 2^-126 (1.2e-38); every thread flushes the same way, so
+ * they stay independent of the thread count. Not DAZ (denormal inputs read as
+ * zero): FTZ alone was as fast, and the FP8 kernels hold e4m3 codes as value·2^-120,
+ * so DAZ would zero the e4m3 subnormals (tests/kernels/test_matmul_simd.c
+ * test_fp8_codes_in_pool). oneDNN and TensorFlow flush in their compute threads too.
  */
 #ifndef HY_BASE_THREADPOOL_H
 #define HY_BASE_THREADPOOL_H

@@ -26,6 +26,7 @@
 
 #include "base/alloc.h"
 #include "base/fp.h"
+#include "base/threadpool.h"
 #include "kernels/cpu/dispatch.h"
 #include "kernels/matmul.h"
 #include "test_util.h"
@@ -429,6 +430,69 @@ static void test_quant_act(void **st) {
     for (int i = 0; i < 32; i++) assert_int_equal(q[i], 0);
 }
 
+/* Every e4m3 code (scale 1, one product per output) inside a pool job, where threads flush
+ * denormal results (base/threadpool.h), FP8 and FP8G on every tier against the reference run
+ * there too. The SIMD tiers hold codes as value·2^-120, so e4m3 subnormals are fp32 denormal
+ * inputs: the pool must not also treat denormal inputs as zero (DAZ), or they would vanish. */
+typedef struct codes_job {
+    const hy_mat *W;
+    const float *x;
+    float *y, *yr;
+    void *scratch;
+    int ti;
+} codes_job;
+
+static void codes_run(void *arg, int ith, int nth) {
+    (void)ith;
+    (void)nth;
+    codes_job *j = arg;
+    const int C = j->W->cols, R = j->W->rows;
+    hy_ref_matmul_mat(j->W, C, j->x, C, j->yr, R, 0, R, false, HY_ACT_F32, j->scratch);
+    tier_fn[j->ti](j->W, C, j->x, C, j->y, R, 0, R, false, HY_ACT_F32, j->scratch);
+}
+
+static void test_fp8_codes_in_pool(void **st) {
+    (void)st;
+    if (!n_tiers) skip();
+    enum { R = 16, C = 256 };
+    uint8_t *codes = hy_calloc_aligned((size_t)R * C, 1), *grouped = hy_calloc_aligned(hy_fp8g_code_bytes(R, C), 1);
+    float *scale = hy_calloc_aligned(4, 4), *x = calloc((size_t)C * C, sizeof(float));
+    float *y = malloc(sizeof(float) * (size_t)C * R), *yr = malloc(sizeof(float) * (size_t)C * R);
+    void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(C), 1);
+    for (int o = 0; o < R; o++)
+        for (int k = 0; k < C; k++) codes[(size_t)o * C + k] = ((k + o) & 0x7f) == 0x7f ? 0 : (uint8_t)((k + o) & 255);
+    hy_mat_group_rows_fp8(grouped, codes, R, C, 0, R);
+    for (int i = 0; i < 4; i++) scale[i] = 1.0f;
+    for (int k = 0; k < C; k++) x[(size_t)k * C + k] = 1.0f;
+    hy_threadpool *tp = NULL;
+    hy_err e = {0};
+    assert_int_equal(hy_threadpool_create(&tp, 1, &e), 0);
+    long checked = 0;
+    for (int g = 0; g < 2; g++) {
+        const hy_mat W = {.fmt = g ? HY_WFMT_FP8G : HY_WFMT_FP8, .rows = R, .cols = C, .data = g ? grouped : codes,
+                          .scale = scale, .bs0 = R, .bs1 = 128, .name = "codes"};
+        for (int ti = 0; ti < n_tiers; ti++) {
+            codes_job j = {&W, x, y, yr, scratch, ti};
+            hy_threadpool_run(tp, codes_run, &j);
+            for (int i = 0; i < C * R; i++, checked++)
+                if (memcmp(&y[i], &yr[i], sizeof y[i])) {
+                    printf("%s %s in a pool job, code 0x%02x: %.9g vs ref %.9g\n", tier_name[ti], hy_wfmt_name(W.fmt),
+                           codes[(size_t)(i % R) * C + i / R], (double)y[i], (double)yr[i]);
+                    fail();
+                }
+        }
+    }
+    printf("fp8 / fp8g codes in a pool job: %ld products bit-identical to the reference\n", checked);
+    hy_threadpool_free(tp);
+    hy_free(scratch);
+    free(x);
+    free(y);
+    free(yr);
+    hy_free(scale);
+    hy_free(grouped);
+    hy_free(codes);
+}
+
 /* Non-finite activations: on the int8 path a group holding NaN/Inf poisons exactly the tokens
  * it belongs to (every tier, as the reference); float formats propagate NaN by arithmetic. */
 static void test_nonfinite(void **st) {
@@ -638,6 +702,7 @@ int main(void) {
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_row_groups_big),
         cmocka_unit_test(test_fp8_codes),
+        cmocka_unit_test(test_fp8_codes_in_pool),
         cmocka_unit_test(test_fp8_large_x),
         cmocka_unit_test(test_bf16_panels),
     };
