@@ -1,6 +1,7 @@
 /*
  * `hyla run -m DIR -p TEXT [--chat] [--no-think] [-n N] [--temp T] [--top-k K]
- *  [--top-p P] [--seed S] [--threads N] [--ignore-eos] [--stats]`
+ *  [--top-p P] [--seed S] [--threads N] [--ignore-eos] [--stats] [--weights F] ...`
+ * (the weight / kernel options of cli_args.h, as in the token-id mode)
  * Streams generated text to stdout as the engine releases it (complete UTF-8,
  * special tokens skipped). Sampling defaults come from the checkpoint's
  * generation_config.json like the server's; --temp 0 is greedy.
@@ -34,7 +35,8 @@ static void usage(FILE *f) {
             "  --threads N         compute threads (default 1)\n"
             "  --tokenizer DIR     tokenizer directory (default: the model directory)\n"
             "  --ignore-eos        do not stop at end-of-sequence tokens\n"
-            "  --stats             token counts and speed on stderr\n");
+            "  --stats             token counts and speed on stderr\n"
+            "Weights and kernels:\n" HY_CLI_CTX_OPTS_USAGE);
 }
 
 int hy_cli_run_wants_text(int argc, char **argv) {
@@ -67,6 +69,8 @@ int hy_cli_run_text(int argc, char **argv) {
     unsigned set = 0;
     hy_sampling_params sp;
     hy_sampling_params_default(&sp);
+    hy_ctx_opts copts = {0};
+    int copt;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool hv = i + 1 < argc;
@@ -106,6 +110,8 @@ int hy_cli_run_text(int argc, char **argv) {
             }
             sp.seed = v;
             has_seed = true;
+        } else if ((copt = hy_cli_ctx_opt(argc, argv, &i, &copts)) != 0) {
+            if (copt < 0) return 2;
         } else {
             fprintf(stderr, "hyla run: unknown option or missing value: '%s'\n", a);
             usage(stderr);
@@ -155,7 +161,9 @@ int hy_cli_run_text(int argc, char **argv) {
         goto fail;
     }
     int chunk = n_ids < 512 ? (int)n_ids : 512;
-    if (hy_fwd_model_create(&fm, m, threads, chunk, max_len, &err)) goto fail;
+    copts.n_threads = threads;
+    copts.max_chunk = chunk;
+    if (hy_fwd_model_create_opts(&fm, m, &copts, max_len, &err)) goto fail;
     hy_engine_config ec;
     hy_engine_config_default(&ec);
     ec.max_num_seqs = 1;

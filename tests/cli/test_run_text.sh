@@ -29,8 +29,13 @@ s3=$("$bin" run -m "$m" -p "Hello" -n 24 --temp 1 --seed 6 --ignore-eos)
 p1=$(sed -n 's/^prompt \([0-9]*\) tokens.*/\1/p' "$tmp/c1")
 p2=$(sed -n 's/^prompt \([0-9]*\) tokens.*/\1/p' "$tmp/c2")
 [ -n "$p1" ] && [ -n "$p2" ] && [ "$p2" -gt "$p1" ] || fail "no-think prompt ($p2) should be longer than thinking prompt ($p1)"
+# the weight / kernel options of the token-id mode: q8 with bf16-activation prefill generates the -n tokens
+"$bin" run -m "$m" -p "Hello world" -n 8 --temp 0 --ignore-eos --weights q8 --fast-prefill --stats 2>"$tmp/q8" >/dev/null
+grep -q "generated 8 tokens" "$tmp/q8" || fail "--weights q8 --fast-prefill: $(cat "$tmp/q8")"
 # usage errors exit 2, runtime errors 1
 set +e
+"$bin" run -m "$m" -p "x" --weights q3 2>"$tmp/w" >/dev/null; [ $? -eq 2 ] || fail "bad --weights"
+grep -q -- "--weights expects" "$tmp/w" || fail "bad --weights message: $(cat "$tmp/w")"
 "$bin" run -m "$m" -p "x" --no-think >/dev/null 2>&1; [ $? -eq 2 ] || fail "--no-think without --chat"
 "$bin" run -m "$m" -p "x" --temp abc >/dev/null 2>&1; [ $? -eq 2 ] || fail "bad --temp"
 "$bin" run -m "$data/models/tiny-text-missing" -p "x" >/dev/null 2>&1; [ $? -eq 1 ] || fail "missing model"
