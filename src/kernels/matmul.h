@@ -150,13 +150,15 @@ typedef struct hy_mat {
  * and x has not changed since (the pieces of one matmul, gate_proj and up_proj of one FFN).
  * The int8 path then reuses the activations it quantized into the scratch, if that call had
  * as many columns and the same zero point, and the FP8 GEMV the activations it multiplied by
- * the block scales, if that call was on the same matrix and row block (else they do it again);
+ * the block scales, if that call was on the same matrix and row block, and the AMX GEMM the
+ * tokens it converted to bf16, if they fit one block of its tokens (else they do it again);
  * results are the same. */
 typedef enum hy_act { HY_ACT_F32 = 0, HY_ACT_BF16 = 1, HY_ACT_KEEP_X = 2 } hy_act;
 #define HY_ACT_MODE(a) ((hy_act)((a) & ~HY_ACT_KEEP_X))
 /* Bytes at the start of a scratch that the SIMD tiers keep for themselves (what the int8
- * path last quantized there, or the FP8 GEMV scaled); included in hy_matmul_scratch_bytes. */
-#define HY_MATMUL_SCRATCH_HDR 64
+ * path last quantized there, the FP8 GEMV scaled, the AMX GEMM converted to bf16;
+ * kernels/cpu/matmul_blk.h); included in hy_matmul_scratch_bytes. */
+#define HY_MATMUL_SCRATCH_HDR 128
 
 /* Fewest tokens for which the kernels switch from GEMV tiles to the blocked GEMM (and, with
  * HY_ACT_BF16, to bf16 activations). */

@@ -183,8 +183,8 @@ static float *run(hy_matmul_fn fn, const hy_mat *W, int T, const float *x, int l
 }
 
 /* run() with HY_ACT_KEEP_X on every piece after the first (on the first too with keep_first). */
-static float *run_keep(hy_matmul_fn fn, const hy_mat *W, int T, const float *x, int ldx, const int *cuts, int ncuts,
-                       bool keep_first, void *scratch) {
+static float *run_keep(hy_matmul_fn fn, const hy_mat *W, int T, const float *x, int ldx, hy_act act, const int *cuts,
+                       int ncuts, bool keep_first, void *scratch) {
     const int ldy = W->rows + 3;
     float *y = malloc(sizeof(float) * (size_t)T * ldy);
     for (int i = 0; i < T * ldy; i++) y[i] = -777.0f; /* as run(): padding compared too */
@@ -192,8 +192,7 @@ static float *run_keep(hy_matmul_fn fn, const hy_mat *W, int T, const float *x, 
     for (int c = 0; c <= ncuts; c++) {
         const int end = c < ncuts ? cuts[c] : W->rows;
         const bool keep = c > 0 || keep_first;
-        fn(W, T, x, (size_t)ldx, y, (size_t)ldy, prev, end, false, keep ? (hy_act)(HY_ACT_F32 | HY_ACT_KEEP_X) : HY_ACT_F32,
-           scratch);
+        fn(W, T, x, (size_t)ldx, y, (size_t)ldy, prev, end, false, keep ? (hy_act)(act | HY_ACT_KEEP_X) : act, scratch);
         prev = end;
     }
     return y;
@@ -244,20 +243,23 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
             for (int t = 0; t < T; t++)
                 for (int o2 = 0; o2 < rows; o2++)
                     assert_true(ya[(size_t)t * ldy + o2] == 0.5f + y[(size_t)t * ldy + o2]);
-            if ((q || f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act == HY_ACT_F32) {
+            const bool amx_keep = tier_amx[ti] && act == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T &&
+                                  (q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G);
+            if (((q || f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act == HY_ACT_F32) || amx_keep) {
                 /* HY_ACT_KEEP_X: the pieces reuse the activations the first one quantized (FP8:
-                 * scaled, per row block; BF16: de-interleaved); a call whose x differs from the previous call's
-                 * (another buffer, or another ldx) quantizes again even when told to keep */
-                float *yk = run_keep(tier_fn[ti], &o.m, T, x, ldx, cut, ncut, false, scratch);
+                 * scaled, per row block; BF16: de-interleaved; AMX: converted to bf16); a call whose
+                 * x differs from the previous call's (another buffer, or another ldx) quantizes again
+                 * even when told to keep */
+                float *yk = run_keep(tier_fn[ti], &o.m, T, x, ldx, act, cut, ncut, false, scratch);
                 assert_memory_equal(y, yk, sizeof(float) * (size_t)T * ldy);
                 float *xz = calloc((size_t)T * ldx + 1, sizeof(float));
                 free(run(tier_fn[ti], &o.m, T, xz, ldx, act, NULL, 0, false, scratch));
                 free(yk);
-                yk = run_keep(tier_fn[ti], &o.m, T, x, ldx, cut, ncut, true, scratch);
+                yk = run_keep(tier_fn[ti], &o.m, T, x, ldx, act, cut, ncut, true, scratch);
                 assert_memory_equal(y, yk, sizeof(float) * (size_t)T * ldy);
                 free(run(tier_fn[ti], &o.m, T, x + 1, ldx, act, NULL, 0, false, scratch));
                 free(yk);
-                yk = run_keep(tier_fn[ti], &o.m, T, x, ldx, cut, ncut, true, scratch);
+                yk = run_keep(tier_fn[ti], &o.m, T, x, ldx, act, cut, ncut, true, scratch);
                 assert_memory_equal(y, yk, sizeof(float) * (size_t)T * ldy);
                 free(yk);
                 free(xz);

@@ -235,7 +235,7 @@ static void amx_conv_q(const hy_mat *W, int b, int k0, int kc, unsigned char *ds
  * Q4: each block's weights converted to bf16 pairs first (amx_conv_fp8g, amx_conv_q) into the
  * panel buffer. */
 static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
-                     bool accumulate, void *scratch) {
+                     bool accumulate, bool packed, void *scratch) {
     const bool f8 = W->fmt == HY_WFMT_FP8G, q = W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4;
     const int K = W->cols, npair = (K + 1) / 2;
     const size_t gstride = (size_t)npair * 64;
@@ -246,7 +246,7 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
     amx_config();
     for (int sb = 0; sb < T; sb += MG_NB) {
         const int nb = T - sb < MG_NB ? T - sb : MG_NB;
-        amx_pack_x(x + (size_t)sb * ldx, ldx, nb, K, xbf);
+        if (!packed) amx_pack_x(x + (size_t)sb * ldx, ldx, nb, K, xbf);
         for (int rb = o0 / HY_G_ROWS * HY_G_ROWS; rb < o1; rb += MG_AMX_MC) {
             const int re = o1 - rb < MG_AMX_MC ? o1 : rb + MG_AMX_MC;
             const int g0 = rb / HY_G_ROWS, ng = (re - rb + HY_G_ROWS - 1) / HY_G_ROWS;
@@ -291,15 +291,32 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
 #pragma GCC pop_options
 #endif
 
+/* What the scratch's converted tokens hold (the AMX part of the scratch header, matmul_blk.h):
+ * HY_ACT_KEEP_X lets the pieces of one matmul (the forward's row pieces of 128, the
+ * up_proj after gate_proj) skip amx_pack_x, which took ~25% of amx_gemm's time when every
+ * piece converted all its tokens again. Valid only when one token block held them all. */
+typedef struct amx_rec {
+    const float *x;
+    size_t ldx;
+    int T, K, valid;
+} amx_rec;
+_Static_assert(sizeof(amx_rec) <= MM_HDR_AMX_BYTES, "AMX scratch record");
+
 static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
                    bool accumulate, hy_act act, void *scratch) {
+    amx_rec *rec = (amx_rec *)((unsigned char *)scratch + MM_HDR_SIMD_BYTES);
     const bool fmt = W->fmt == HY_WFMT_BF16G || W->fmt == HY_WFMT_FP8G || W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4;
     if (fmt && HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T) {
         if (o1 <= o0) return;
-        memset(scratch, 0, HY_MATMUL_SCRATCH_HDR); /* what the instance kept there is gone */
-        amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
+        memset(scratch, 0, MM_HDR_SIMD_BYTES); /* what the Intel instance kept in the scratch is gone */
+        const bool packed = (act & HY_ACT_KEEP_X) && rec->valid && rec->x == x && rec->ldx == ldx && rec->T == T &&
+                            rec->K == W->cols;
+        *rec = (amx_rec){x, ldx, T, W->cols, T <= MG_NB};
+        amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed,
+                 (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
         return;
     }
+    rec->valid = 0; /* the Intel instance may write over the converted tokens */
     hy_matmul_avx512_intel()(W, T, x, ldx, y, ldy, o0, o1, accumulate, act, scratch);
 }
 

@@ -6,6 +6,8 @@
 #ifndef HY_KERNELS_CPU_MATMUL_BLK_H
 #define HY_KERNELS_CPU_MATMUL_BLK_H
 
+#include "kernels/matmul.h"
+
 #include <stddef.h>
 
 #define MG_MC 128 /* rows of one packed weight panel (multiple of 32) */
@@ -21,12 +23,20 @@ static inline size_t hy_mg_scratch_bytes(int K) {
 
 /* The AMX GEMM (matmul_amx.c) takes rows in blocks of MG_AMX_MC (2 threads, T = 512, 27B and
  * 0.8B shapes: 1.07-1.15x blocks of MG_MC, except 0.95x on 3584 x 1024) with the same token and
- * column blocks: parked accumulators [MG_NB][MG_AMX_MC] fp32, a converted FP8G block
- * [MG_AMX_MC][MG_KC] bf16, the tokens as bf16 as above. */
+ * column blocks: a record of what the converted tokens hold, parked accumulators
+ * [MG_NB][MG_AMX_MC] fp32, a converted FP8G / Q8 / Q4 block [MG_AMX_MC][MG_KC] bf16, the tokens as
+ * bf16 as above. */
 #define MG_AMX_MC 512
 static inline size_t hy_mg_amx_scratch_bytes(int K) {
     const size_t nkb = (size_t)((K > 0 ? K : 1) + MG_KC - 1) / MG_KC;
     return (size_t)MG_NB * MG_AMX_MC * 4 + (size_t)MG_AMX_MC * MG_KC * 2 + nkb * MG_NB * MG_KC * 2;
 }
+/* The scratch header (HY_MATMUL_SCRATCH_HDR bytes) in two parts: the SIMD instances' record of
+ * what they keep in the scratch (matmul_simd.inc), then the AMX instance's (matmul_amx.c), which
+ * runs the Intel instance for what it does not take itself and so shares its scratch. */
+#define MM_HDR_SIMD_BYTES 64
+#define MM_HDR_AMX_BYTES 64
+
+_Static_assert(MM_HDR_SIMD_BYTES + MM_HDR_AMX_BYTES <= HY_MATMUL_SCRATCH_HDR, "matmul scratch header parts");
 
 #endif
