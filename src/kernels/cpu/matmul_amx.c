@@ -50,6 +50,8 @@
 #endif
 #include <immintrin.h>
 
+#include "kernels/cpu/fp8x_avx512.h"
+
 /* tiles: C (tokens 0-15 | 16-31) x (group 0 | 1) = 0 1 / 2 3, A (tokens) 4 5, B (groups) 6 7 */
 typedef struct amx_cfg {
     uint8_t palette, start_row, reserved[14];
@@ -160,16 +162,6 @@ static void amx_write(const float *park, int rb, int re, int o0, int nb, float *
     }
 }
 
-/* 64 e4m3 codes, byte 4i + j = row i of column j (an FP8G quad), as column j's 16 values times
- * 2^-60 (exact: the e4m3 bits placed in an fp32 as the value times 2^-120, then scaled) */
-static inline __m512 amx_e4m3_col(__m512i d, int j) {
-    const __m512i m = _mm512_set1_epi32((int)0x87f00000u);
-    const __m512i t = _mm512_srai_epi16(d, 4), u = _mm512_srai_epi16(_mm512_slli_epi16(d, 8), 4);
-    const __m512i s = j & 1 ? t : u;
-    const __m512i v = _mm512_and_si512(j < 2 ? _mm512_slli_epi32(s, 16) : s, m);
-    return _mm512_mul_ps(_mm512_castsi512_ps(v), _mm512_set1_ps(0x1p60f));
-}
-
 /* two columns of 16 rows as bf16 (round to nearest even) column pairs: dword i = (a_i, b_i) */
 static inline __m512i amx_pair(__m512 a, __m512 b) {
     const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21,
@@ -189,12 +181,13 @@ static void amx_conv_fp8g(const hy_mat *W, int g0, int ng, int k0, int kc, unsig
         const float *srow = W->scale + (size_t)((g0 + g) * HY_G_ROWS / W->bs0) * (size_t)nbc;
         unsigned char *d = dst + (size_t)g * (MG_KC / 2) * 64;
         for (int q = 0; q < nq; q++) {
-            const __m512 sc = _mm512_set1_ps(srow[(k0 + 4 * q) / W->bs1] * 0x1p60f);
-            const __m512i c = _mm512_loadu_si512(src + (size_t)q * 64);
-            _mm512_storeu_si512(d + (size_t)(2 * q) * 64, amx_pair(_mm512_mul_ps(amx_e4m3_col(c, 0), sc),
-                                                                   _mm512_mul_ps(amx_e4m3_col(c, 1), sc)));
-            _mm512_storeu_si512(d + (size_t)(2 * q + 1) * 64, amx_pair(_mm512_mul_ps(amx_e4m3_col(c, 2), sc),
-                                                                       _mm512_mul_ps(amx_e4m3_col(c, 3), sc)));
+            /* the codes as value·2^-120 (fp8x_avx512.h), times 2^60 exactly, times scale·2^60: one rounding */
+            const __m512 sc = _mm512_set1_ps(srow[(k0 + 4 * q) / W->bs1] * 0x1p60f), up = _mm512_set1_ps(0x1p60f);
+            __m512 w[4];
+            vf_fp8x_quad(_mm512_loadu_si512(src + (size_t)q * 64), w);
+            for (int j = 0; j < 4; j++) w[j] = _mm512_mul_ps(_mm512_mul_ps(w[j], up), sc);
+            _mm512_storeu_si512(d + (size_t)(2 * q) * 64, amx_pair(w[0], w[1]));
+            _mm512_storeu_si512(d + (size_t)(2 * q + 1) * 64, amx_pair(w[2], w[3]));
         }
         memset(d + (size_t)(2 * nq) * 64, 0, (size_t)(npp - 2 * nq) * 64);
     }

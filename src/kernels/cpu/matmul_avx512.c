@@ -198,31 +198,7 @@ static inline vf vf_from_fp8(__m128i b) {
 }
 static inline vf vf_load_fp8(const uint8_t *p) { return vf_from_fp8(_mm_loadu_si128((const __m128i *)p)); }
 static inline vf vf_load_fp8m(const uint8_t *p, int n) { return vf_from_fp8(_mm_maskz_loadu_epi8(vm_first(n), p)); }
-/* 4·VL e4m3 bytes (one integer vector) -> fp32 of the values times 2^-120 in the quad order of
- * matmul_simd.inc: w[j] lane l is byte 4l+j. Each byte is moved to the top of a 16-bit half
- * and shifted right arithmetically by 4, which puts its exponent+mantissa at bits 26..20 of the
- * lane with the sign above (fp32 exponent field 0000eeee: subnormal codes become fp32
- * subnormals, exact; NaN codes read as ±480·2^-120); the AND keeps sign and those bits. Five
- * shifts and four ANDs per 64 codes, no shuffle: 29-30 GB/s from L2 on one Zen 4 core against
- * 26 for sign-extending 16 codes at a time (vpmovsxbd + shift + AND). */
-static inline void vf_fp8x_quad(vi d, vf w[4]) {
-    const vi m = _mm512_set1_epi32((int)0x87f00000u);
-    const vi t = _mm512_srai_epi16(d, 4), u = _mm512_srai_epi16(_mm512_slli_epi16(d, 8), 4);
-    w[0] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(u, 16), m));
-    w[1] = _mm512_castsi512_ps(_mm512_and_si512(_mm512_slli_epi32(t, 16), m));
-    w[2] = _mm512_castsi512_ps(_mm512_and_si512(u, m));
-    w[3] = _mm512_castsi512_ps(_mm512_and_si512(t, m));
-}
-/* vf_fp8x_quad in two steps, for the FP8G tiles (which keep t and u, not four vectors):
- * column j of the 4 (lane l = byte 4l + j) from t and u */
-static inline void vi_fp8x_tu(vi d, vi *t, vi *u) {
-    *t = _mm512_srai_epi16(d, 4);
-    *u = _mm512_srai_epi16(_mm512_slli_epi16(d, 8), 4);
-}
-static inline vf vf_fp8x_col(vi t, vi u, int j) {
-    const vi s = j & 1 ? t : u;
-    return _mm512_castsi512_ps(_mm512_and_si512(j < 2 ? _mm512_slli_epi32(s, 16) : s, _mm512_set1_epi32((int)0x87f00000u)));
-}
+#include "kernels/cpu/fp8x_avx512.h" /* vf_fp8x_quad, vi_fp8x_tu, vf_fp8x_col */
 /* the first n < 4·VL bytes, zeros after */
 static inline vi vi_load_u8m(const uint8_t *p, int n) { return _mm512_maskz_loadu_epi8(((__mmask64)1 << n) - 1, p); }
 /* v[0..3] (4·VL consecutive floats) into the quad order in place: v[j] lane l = element 4l+j */
