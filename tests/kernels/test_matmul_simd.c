@@ -589,11 +589,10 @@ static void test_fp8_codes(void **st) {
 /* FP8 activations large enough that x·scale·2^120 overflows: the row block takes the kernels'
  * e4m3·2^-8 fallback, which must give the same products, so a token's result does not depend
  * on a large neighbour in its batch (T = 3 GEMV, T = 40 GEMM, against one token at a time), and
- * stays within the float bound of the reference. */
-static void test_fp8_large_x(void **st) {
-    (void)st;
-    if (!n_tiers) skip();
-    enum { R = 40, C = 300, T = 40 };
+ * stays within the float bound of the reference. R x C: also rows longer than the one-token
+ * kernels' long-row limit (matmul_simd.inc: MM_FP8Q_LONG), with a tail of rows and columns. */
+static void fp8_large_x_case(const int R, const int C) {
+    enum { T = 40 };
     rng g = {77};
     float *w = malloc(sizeof(float) * R * C), *x = malloc(sizeof(float) * T * C);
     for (int i = 0; i < R * C; i++) w[i] = rng_sym(&g);
@@ -615,7 +614,7 @@ static void test_fp8_large_x(void **st) {
             assert_memory_equal(y, one, sizeof(float) * (size_t)nt * ldy);
             free(y);
         }
-        float wr[C];
+        float *wr = malloc(sizeof(float) * C);
         for (int r = 0; r < R; r++) {
             hy_mat_row_f32(&o.m, r, wr); /* the weights as the formula sees them */
             for (int t = 0; t < T; t++) {
@@ -625,14 +624,22 @@ static void test_fp8_large_x(void **st) {
                 assert_true(e <= ((C + 7) / 8 + 8) * 2.0 * 0x1p-24 * ab);
             }
         }
+        free(wr);
         free(one);
     }
-    printf("fp8 with activations of 1e9: batched == one token at a time on every tier, within bound of the ref\n");
+    printf("fp8 %dx%d with activations of 1e9: batched == one token at a time on every tier, within bound of the ref\n",
+           R, C);
     free(yref);
     hy_free(scratch);
     owned_free(&o);
     free(w);
     free(x);
+}
+static void test_fp8_large_x(void **st) {
+    (void)st;
+    if (!n_tiers) skip();
+    fp8_large_x_case(40, 300);
+    fp8_large_x_case(21, 8250);
 }
 
 /* BF16 column panels (matmul.h): the same matrix stored row-major and in panels gives
