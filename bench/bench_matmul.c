@@ -146,13 +146,13 @@ static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
     const size_t n = (size_t)rows * cols;
     if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4) {
         const size_t nb = (size_t)hy_q_blocks(rows), G = (size_t)hy_q_groups(cols);
-        b.data_bytes = nb * G * hy_q_record_bytes(f);
+        b.data_bytes = nb * hy_q_block_bytes(f, (int)G);
         b.data = hy_alloc_pages(b.data_bytes);
-        b.gscale = hy_calloc_aligned(nb * G * HY_Q_ROWS, 2);
+        b.gscale = f == HY_WFMT_Q8 ? hy_calloc_aligned(nb * G * HY_Q_ROWS, 2) : NULL; /* Q4: in data */
         b.scale = hy_calloc_aligned(nb * HY_Q_ROWS, 4);
         if (like) {
-            memcpy(b.data, like->data, nb * G * hy_q_record_bytes(f));
-            memcpy(b.gscale, like->gscale, nb * G * HY_Q_ROWS * 2);
+            memcpy(b.data, like->data, b.data_bytes);
+            if (b.gscale) memcpy(b.gscale, like->gscale, nb * G * HY_Q_ROWS * 2);
             memcpy(b.scale, like->scale, nb * HY_Q_ROWS * 4);
         } else {
             float *w = malloc(sizeof(float) * HY_Q_ROWS * (size_t)cols);

@@ -79,14 +79,24 @@ const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" "bf16
 
 /*
  * Packed Q8/Q4 layout. Rows are padded to a multiple of 16 (nb blocks), columns to a multiple
- * of 32 (G groups); padding holds the value 0. For block b and group g the record
- * data + (b*G + g)*R (R = 512 bytes for Q8, 256 for Q4) holds, for j = row in block (0..15):
+ * of 32 (G groups); padding holds the value 0. Block b is hy_q_block_bytes(f, G) bytes at
+ * data + b*hy_q_block_bytes; the record of its group g (R = 512 bytes for Q8, 256 for Q4) at
+ * hy_q_rec_offset(f, g) in it holds, for j = row in block (0..15):
  *   Q8: byte [v][j][i] (v = 0..7, i = 0..3) = 128 + q of column 4v+i          (q in [-127, 127])
  *   Q4: byte [v][j][i] (v = 0..3, i = 0..3): low nibble = 8 + q of column 8v+i,
  *                                            high nibble = 8 + q of column 8v+4+i  (q in [-8, 7])
  * so 64 consecutive bytes are 16 rows x 4 columns: one 512-bit vector, one int32 lane per row.
- * gscale: fp16 [nb][G][16] (h of row j, group g), |h| <= 1; scale: fp32 [nb*16] (d of row).
- * Weight of (row, column) = d(row) · h(row, group) · q.
+ * Group scales h (fp16, |h| <= 1; 16 of a group, row j at [j]: hy_q_gscale) and row scales d
+ * (scale: fp32 [nb*16]). Weight of (row, column) = d(row) · h(row, group) · q.
+ *   Q8: a block is its G records in order; gscale is a separate array [nb][G][16].
+ *   Q4: a block is ceil(G/2) units of 64 + 2·256 bytes: a line with the scales of groups 2u
+ *       (bytes 0..31) and 2u+1 (32..63), then the records of 2u and 2u+1 (an odd G's last unit
+ *       holds one; its scale line's second half is zero); gscale is NULL. Why: as a separate
+ *       array the scales were a second stream beside the records (32 bytes per 256), and a Zen 4
+ *       core streaming both from DRAM in the fastest minutes (two threads, ~60 GB/s) read
+ *       0.82-0.85 of the read bandwidth against 0.98-1.00 with them inside the records' stream
+ *       (248320 x 1024, two threads, alternated with the read). Q8's scales are half as dense
+ *       and read as fast apart (0.94-1.03 against 0.94-0.99 in units of two), so stay there.
  */
 /*
  * BF16 column panels (hy_mat.panel): columns in panels of HY_PANEL_COLS (the last one
@@ -140,7 +150,7 @@ typedef struct hy_mat {
     bool panel; /* BF16 only: data in column panels (above) instead of row-major */
     /* FP8: block scales [ceil(rows/bs0)][ceil(cols/bs1)]; Q8/Q4: row scales d [nb*16] */
     const float *scale;
-    const uint16_t *gscale; /* Q8/Q4 group scales (fp16), see above */
+    const uint16_t *gscale; /* Q8 group scales (fp16), see above (Q4: NULL, in data) */
     int bs0, bs1;           /* FP8 block size (rows, columns) */
     const char *name;       /* for messages; may be NULL */
 } hy_mat;
@@ -241,6 +251,24 @@ static inline int hy_q_blocks(int rows) { return (rows + HY_Q_ROWS - 1) / HY_Q_R
 static inline int hy_q_groups(int cols) { return (cols + HY_Q_GROUP - 1) / HY_Q_GROUP; }
 /* Bytes of one packed (block, group) record. */
 static inline size_t hy_q_record_bytes(hy_wfmt f) { return f == HY_WFMT_Q4 ? 256 : 512; }
+/* Bytes of one packed block of G groups (Q4: its group scales included; layout above). */
+static inline size_t hy_q_block_bytes(hy_wfmt f, int G) {
+    return f == HY_WFMT_Q4 ? (size_t)G * 256 + (size_t)(G + 1) / 2 * 64 : (size_t)G * 512;
+}
+/* Offset of group g's record in its block. */
+static inline size_t hy_q_rec_offset(hy_wfmt f, int g) {
+    return f == HY_WFMT_Q4 ? (size_t)(g / 2) * (64 + 2 * 256) + 64 + (size_t)(g % 2) * 256 : (size_t)g * 512;
+}
+/* Offset of group g's scales in a Q4 block, in fp16 units. */
+static inline size_t hy_q4_gscale_offset(int g) { return (size_t)(g / 2) * ((64 + 2 * 256) / 2) + (size_t)(g % 2) * 16; }
+/* The 16 group scales h of block b, group g (row j at [j]). */
+static inline const uint16_t *hy_q_gscale(const hy_mat *W, int b, int g) {
+    const int G = hy_q_groups(W->cols);
+    if (W->fmt == HY_WFMT_Q4)
+        return (const uint16_t *)((const unsigned char *)W->data + (size_t)b * hy_q_block_bytes(W->fmt, G)) +
+               hy_q4_gscale_offset(g);
+    return W->gscale + ((size_t)b * G + g) * HY_Q_ROWS;
+}
 /* Bytes W occupies (weights + every scale array); for views into a checkpoint, what is read. */
 size_t hy_mat_bytes(const hy_mat *W);
 /* Bytes of W->data before row r, for r a multiple of hy_matmul_row_align(W->fmt) or r = W->rows:
@@ -277,8 +305,9 @@ size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols);
 /* Quantizes nr <= 16 rows (w: [nr][cols] fp32) into block b of a packed Q8/Q4 matrix with
  * cols columns (rows nr..15 of the block become padding). Returns the number of non-finite
  * inputs (nothing is written meaningfully then; callers fail the load), -1 when out of memory.
- * Q8 group scales are amax/127; Q4 ones minimise the group's squared error (a few candidates
- * refined by least squares). */
+ * Q8 group scales are amax/127, into gscale; Q4 ones minimise the group's squared error (a few
+ * candidates refined by least squares), into data (the layout above; gscale unused, may be NULL).
+ * data holds hy_q_block_bytes(f, G) bytes per block. */
 int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *data, uint16_t *gscale,
                     float *scale);
 /* FP8 of nr <= bs0 rows (w: [nr][cols]) with blocks of bs1 columns: scale[c] = amax/448 of

@@ -421,11 +421,11 @@ static int convert(hy_linears *L, const hy_mat *src, hy_wfmt tf, hy_mat *dst, hy
     case HY_WFMT_Q8:
     case HY_WFMT_Q4: {
         const size_t nb = (size_t)hy_q_blocks(rows), G = (size_t)hy_q_groups(cols);
-        j.data = own(L, nb * G, hy_q_record_bytes(tf));
-        j.gscale = own(L, nb * G * HY_Q_ROWS, 2);
+        j.data = own(L, nb, hy_q_block_bytes(tf, (int)G));
+        j.gscale = tf == HY_WFMT_Q8 ? own(L, nb * G * HY_Q_ROWS, 2) : NULL; /* Q4: in data */
         j.scale = own(L, nb * HY_Q_ROWS, sizeof(float));
         j.unit = HY_Q_ROWS;
-        if (!j.gscale || !j.scale) j.data = NULL;
+        if ((tf == HY_WFMT_Q8 && !j.gscale) || !j.scale) j.data = NULL;
         break;
     }
     default: HY_ASSERT(!"convert: target format");

@@ -149,8 +149,8 @@ static owned_mat make_mat(hy_wfmt f, const float *w, int rows, int cols, int bs0
     }
     default: {
         const int nb = hy_q_blocks(rows), G = hy_q_groups(cols);
-        o.data = hy_calloc_aligned((size_t)nb * G, hy_q_record_bytes(f));
-        o.gscale = hy_calloc_aligned((size_t)nb * G * HY_Q_ROWS, 2);
+        o.data = hy_calloc_aligned((size_t)nb, hy_q_block_bytes(f, G));
+        o.gscale = f == HY_WFMT_Q8 ? hy_calloc_aligned((size_t)nb * G * HY_Q_ROWS, 2) : NULL; /* Q4: in data */
         o.scale = hy_calloc_aligned((size_t)nb * HY_Q_ROWS, 4);
         for (int b = 0; b < nb; b++) {
             const int nr = rows - b * HY_Q_ROWS < HY_Q_ROWS ? rows - b * HY_Q_ROWS : HY_Q_ROWS;

@@ -102,8 +102,8 @@ static void roundtrip(hy_wfmt f, const float *w, int rows, int cols, float *deq)
         m.bs0 = m.bs1 = 128;
     } else {
         const int nb = hy_q_blocks(rows), G = hy_q_groups(cols);
-        data = calloc((size_t)nb * G, hy_q_record_bytes(f));
-        gs = calloc((size_t)nb * G * HY_Q_ROWS, 2);
+        data = calloc((size_t)nb, hy_q_block_bytes(f, G));
+        gs = f == HY_WFMT_Q8 ? calloc((size_t)nb * G * HY_Q_ROWS, 2) : NULL; /* Q4: in data */
         scale = calloc((size_t)nb * HY_Q_ROWS, 4);
         for (int b = 0; b < nb; b++) {
             const int nr = rows - b * 16 < 16 ? rows - b * 16 : 16;
@@ -120,7 +120,7 @@ static void roundtrip(hy_wfmt f, const float *w, int rows, int cols, float *deq)
         assert_int_equal(hy_mat_data_offset(&m, rows), (size_t)rows * cols);
         assert_int_equal(hy_mat_data_offset(&m, 8), (size_t)8 * cols);
     } else {
-        const size_t blk = (size_t)hy_q_groups(cols) * hy_q_record_bytes(f);
+        const size_t blk = hy_q_block_bytes(f, hy_q_groups(cols));
         assert_int_equal(hy_mat_data_offset(&m, rows), (size_t)hy_q_blocks(rows) * blk);
         assert_int_equal(hy_mat_data_offset(&m, HY_Q_ROWS), blk);
     }

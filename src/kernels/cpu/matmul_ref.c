@@ -122,7 +122,8 @@ size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols) {
     case HY_WFMT_Q8:
     case HY_WFMT_Q4: {
         const size_t nb = (size_t)hy_q_blocks((int)rows), G = (size_t)hy_q_groups((int)cols);
-        return nb * G * (hy_q_record_bytes(f) + 2 * HY_Q_ROWS) + nb * HY_Q_ROWS * 4;
+        return nb * hy_q_block_bytes(f, (int)G) + (f == HY_WFMT_Q8 ? nb * G * 2 * HY_Q_ROWS : 0) +
+               nb * HY_Q_ROWS * 4;
     }
     default: return 0;
     }
@@ -131,7 +132,7 @@ size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols) {
 size_t hy_mat_data_offset(const hy_mat *W, int r) {
     switch (W->fmt) {
     case HY_WFMT_Q8:
-    case HY_WFMT_Q4: return (size_t)hy_q_blocks(r) * (size_t)hy_q_groups(W->cols) * hy_q_record_bytes(W->fmt);
+    case HY_WFMT_Q4: return (size_t)hy_q_blocks(r) * hy_q_block_bytes(W->fmt, hy_q_groups(W->cols));
     case HY_WFMT_FP8: return (size_t)r * (size_t)W->cols;
     case HY_WFMT_BF16G: return hy_wfmt_bytes(HY_WFMT_BF16G, r, W->cols);
     case HY_WFMT_FP8G: return hy_fp8g_code_bytes(r, W->cols);
@@ -195,7 +196,8 @@ static inline float fp8_scale(const hy_mat *W, int r, int k) {
 static inline int q_value(const hy_mat *W, int r, int k) {
     const int G = hy_q_groups(W->cols), b = r / HY_Q_ROWS, j = r % HY_Q_ROWS, g = k / HY_Q_GROUP;
     const int c = k % HY_Q_GROUP;
-    const unsigned char *rec = (const unsigned char *)W->data + ((size_t)b * G + g) * hy_q_record_bytes(W->fmt);
+    const unsigned char *rec =
+        (const unsigned char *)W->data + (size_t)b * hy_q_block_bytes(W->fmt, G) + hy_q_rec_offset(W->fmt, g);
     if (W->fmt == HY_WFMT_Q8) return (int)rec[(c / 4) * 64 + j * 4 + c % 4] - 128;
     const int v = c / 8, w = c % 8;
     const unsigned char byte = rec[v * 64 + j * 4 + w % 4];
@@ -203,8 +205,7 @@ static inline int q_value(const hy_mat *W, int r, int k) {
 }
 
 static inline float q_h(const hy_mat *W, int r, int g) {
-    const int G = hy_q_groups(W->cols), b = r / HY_Q_ROWS, j = r % HY_Q_ROWS;
-    return hy_f16_to_f32(W->gscale[((size_t)b * G + g) * HY_Q_ROWS + j]);
+    return hy_f16_to_f32(hy_q_gscale(W, r / HY_Q_ROWS, g)[r % HY_Q_ROWS]);
 }
 
 /* Element (r, k) of a row-group matrix: the bf16 value (BF16G) or the e4m3 code's value
