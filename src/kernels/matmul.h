@@ -251,23 +251,34 @@ static inline int hy_q_blocks(int rows) { return (rows + HY_Q_ROWS - 1) / HY_Q_R
 static inline int hy_q_groups(int cols) { return (cols + HY_Q_GROUP - 1) / HY_Q_GROUP; }
 /* Bytes of one packed (block, group) record. */
 static inline size_t hy_q_record_bytes(hy_wfmt f) { return f == HY_WFMT_Q4 ? 256 : 512; }
+/* Q4's unit: one line with two groups' scales, then those two records (layout above). */
+#define HY_Q4_UNIT_BYTES (64 + 2 * 256)
 /* Bytes of one packed block of G groups (Q4: its group scales included; layout above). */
 static inline size_t hy_q_block_bytes(hy_wfmt f, int G) {
     return f == HY_WFMT_Q4 ? (size_t)G * 256 + (size_t)(G + 1) / 2 * 64 : (size_t)G * 512;
 }
 /* Offset of group g's record in its block. */
 static inline size_t hy_q_rec_offset(hy_wfmt f, int g) {
-    return f == HY_WFMT_Q4 ? (size_t)(g / 2) * (64 + 2 * 256) + 64 + (size_t)(g % 2) * 256 : (size_t)g * 512;
+    return f == HY_WFMT_Q4 ? (size_t)(g / 2) * HY_Q4_UNIT_BYTES + 64 + (size_t)(g % 2) * 256 : (size_t)g * 512;
 }
-/* Offset of group g's scales in a Q4 block, in fp16 units. */
-static inline size_t hy_q4_gscale_offset(int g) { return (size_t)(g / 2) * ((64 + 2 * 256) / 2) + (size_t)(g % 2) * 16; }
+/* Offset of group g's 16 scales from those of the block's group 0, in fp16 units (Q4: group 0's
+ * scales are the block's first bytes; Q8: block b's start in gscale). */
+static inline size_t hy_q_gscale_offset(hy_wfmt f, int g) {
+    return f == HY_WFMT_Q4 ? (size_t)(g / 2) * (HY_Q4_UNIT_BYTES / 2) + (size_t)(g % 2) * HY_Q_ROWS
+                           : (size_t)g * HY_Q_ROWS;
+}
+/* The record of block b, group g. */
+static inline const unsigned char *hy_q_record(const hy_mat *W, int b, int g) {
+    return (const unsigned char *)W->data + (size_t)b * hy_q_block_bytes(W->fmt, hy_q_groups(W->cols)) +
+           hy_q_rec_offset(W->fmt, g);
+}
 /* The 16 group scales h of block b, group g (row j at [j]). */
 static inline const uint16_t *hy_q_gscale(const hy_mat *W, int b, int g) {
     const int G = hy_q_groups(W->cols);
-    if (W->fmt == HY_WFMT_Q4)
-        return (const uint16_t *)((const unsigned char *)W->data + (size_t)b * hy_q_block_bytes(W->fmt, G)) +
-               hy_q4_gscale_offset(g);
-    return W->gscale + ((size_t)b * G + g) * HY_Q_ROWS;
+    const uint16_t *g0 = W->fmt == HY_WFMT_Q4
+                             ? (const uint16_t *)((const unsigned char *)W->data + (size_t)b * hy_q_block_bytes(W->fmt, G))
+                             : W->gscale + (size_t)b * G * HY_Q_ROWS;
+    return g0 + hy_q_gscale_offset(W->fmt, g);
 }
 /* Bytes W occupies (weights + every scale array); for views into a checkpoint, what is read. */
 size_t hy_mat_bytes(const hy_mat *W);

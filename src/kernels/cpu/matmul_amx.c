@@ -198,14 +198,13 @@ static void amx_conv_fp8g(const hy_mat *W, int g0, int ng, int k0, int kc, unsig
  * pair layout at dst (pair j at dst + j·64). Columns past W->cols are zero weights already. */
 static void amx_conv_q(const hy_mat *W, int b, int k0, int kc, unsigned char *dst) {
     const bool q4 = W->fmt == HY_WFMT_Q4;
-    const int G = hy_q_groups(W->cols), ngq = (kc + HY_Q_GROUP - 1) / HY_Q_GROUP;
+    const int ngq = (kc + HY_Q_GROUP - 1) / HY_Q_GROUP;
     const __m512 d = _mm512_loadu_ps(W->scale + (size_t)b * HY_Q_ROWS);
     const __m512i m8 = _mm512_set1_epi32(0xff), m4 = _mm512_set1_epi32(0xf);
     const __m512i z8 = _mm512_set1_epi32(128), z4 = _mm512_set1_epi32(8);
     for (int gi = 0; gi < ngq; gi++) {
         const int g = k0 / HY_Q_GROUP + gi;
-        const unsigned char *rec =
-            (const unsigned char *)W->data + (size_t)b * hy_q_block_bytes(W->fmt, G) + hy_q_rec_offset(W->fmt, g);
+        const unsigned char *rec = hy_q_record(W, b, g);
         const __m512 s = _mm512_mul_ps(d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)hy_q_gscale(W, b, g))));
         unsigned char *o = dst + (size_t)gi * (HY_Q_GROUP / 2) * 64;
         /* one 64-byte vector: dword j = row j; Q8 four columns, Q4 eight (low nibbles first) */

@@ -194,10 +194,9 @@ static inline float fp8_scale(const hy_mat *W, int r, int k) {
 
 /* The signed quantized value of (r, k) in a packed Q8/Q4 matrix. */
 static inline int q_value(const hy_mat *W, int r, int k) {
-    const int G = hy_q_groups(W->cols), b = r / HY_Q_ROWS, j = r % HY_Q_ROWS, g = k / HY_Q_GROUP;
+    const int b = r / HY_Q_ROWS, j = r % HY_Q_ROWS, g = k / HY_Q_GROUP;
     const int c = k % HY_Q_GROUP;
-    const unsigned char *rec =
-        (const unsigned char *)W->data + (size_t)b * hy_q_block_bytes(W->fmt, G) + hy_q_rec_offset(W->fmt, g);
+    const unsigned char *rec = hy_q_record(W, b, g);
     if (W->fmt == HY_WFMT_Q8) return (int)rec[(c / 4) * 64 + j * 4 + c % 4] - 128;
     const int v = c / 8, w = c % 8;
     const unsigned char byte = rec[v * 64 + j * 4 + w % 4];

@@ -241,27 +241,23 @@ static void group_quant(const float *w, int n, float ie, float lo, float hi, int
     for (; i < HY_Q_GROUP; i++) q[i] = 0;
 }
 
-/* Where the packer writes the 16 scales of group g of block b (blk: the block's bytes). */
-static uint16_t *q4_or_q8_gscale(hy_wfmt f, unsigned char *blk, uint16_t *gscale, int b, int G, int g) {
-    if (f == HY_WFMT_Q4) return (uint16_t *)blk + hy_q4_gscale_offset(g);
-    return gscale + ((size_t)b * G + g) * HY_Q_ROWS;
-}
-
 int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *data, uint16_t *gscale,
                     float *scale) {
     const int G = hy_q_groups(cols);
     const bool q4 = f == HY_WFMT_Q4;
     const size_t R = hy_q_record_bytes(f);
     unsigned char *blk = (unsigned char *)data + (size_t)b * hy_q_block_bytes(f, G);
+    /* group 0's scales (hy_q_gscale_offset from there): Q4 in the block, Q8 in gscale */
+    uint16_t *hs = q4 ? (uint16_t *)blk : gscale + (size_t)b * G * HY_Q_ROWS;
     int bad = 0;
     float *dgs = malloc(sizeof(float) * (size_t)G);
     if (!dgs) return -1;
     /* padding first: value 0 everywhere, scales 0 */
     for (int g = 0; g < G; g++) {
         memset(blk + hy_q_rec_offset(f, g), q4 ? 0x88 : 0x80, R);
-        memset(q4_or_q8_gscale(f, blk, gscale, b, G, g), 0, HY_Q_ROWS * sizeof(uint16_t));
+        memset(hs + hy_q_gscale_offset(f, g), 0, HY_Q_ROWS * sizeof *hs);
     }
-    if (q4 && G % 2) memset((uint16_t *)blk + hy_q4_gscale_offset(G), 0, HY_Q_ROWS * sizeof(uint16_t));
+    if (q4 && G % 2) memset(hs + hy_q_gscale_offset(f, G), 0, HY_Q_ROWS * sizeof *hs); /* the last line's unused half */
     for (int j = 0; j < HY_Q_ROWS; j++) scale[b * HY_Q_ROWS + j] = 0.0f;
     for (int j = 0; j < nr; j++) {
         const float *row = w + (size_t)j * cols;
@@ -282,7 +278,7 @@ int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *da
         for (int g = 0; g < G; g++) {
             const int k0 = g * HY_Q_GROUP, n = cols - k0 < HY_Q_GROUP ? cols - k0 : HY_Q_GROUP;
             const uint16_t h = hy_f32_to_f16(dgs[g] / dmax);
-            q4_or_q8_gscale(f, blk, gscale, b, G, g)[j] = h;
+            hs[hy_q_gscale_offset(f, g) + (size_t)j] = h;
             const float e = dmax * hy_f16_to_f32(h), ie = e != 0.0f ? 1.0f / e : 0.0f;
             unsigned char *rec = blk + hy_q_rec_offset(f, g);
             int32_t qi[HY_Q_GROUP];
