@@ -2,7 +2,7 @@
  * `hyla bench -m DIR [-p 512[,N...]] [-n 128[,N...]] [-d 0[,D...]] [-t N] [-r R]
  *             [--weights auto|bf16|fp8|q8|q4] [--quantize-lm-head] [--quantize-gdn-ab] [--fast-prefill] [--[no-]mmap]
  *             [--isa auto] [--chunk N] [--bw-mib M] [--bw-every N] [--seed S] [--no-warmup]
- *             [--interleave] [-o md|csv]`
+ *             [--interleave] [--profile] [-o md|csv]`
  *
  * llama-bench-like throughput table. For every depth d (tokens already in the sequence,
  * prefilled once, untimed) and every test: pp<N> = one prefill of N tokens, tg<N> = N
@@ -80,6 +80,9 @@ static void usage(FILE *f) {
             "  --no-warmup         skip the untimed warm-up run of each test\n"
             "  --interleave        run the tests' repetitions in turn (pp512, pp4096, pp512, ...) instead of\n"
             "                      one test after the other, so their ratio is taken over the same minutes\n"
+            "  --profile           tg: also print where a decoded token's time goes (each layer's matrices by\n"
+            "                      role, GDN / attention cores, barrier waits): ms per token, share, and the\n"
+            "                      rate each phase read its matrices at against the measured bandwidth\n"
             "  -o md|csv           output format (default md)\n",
             HY_DEFAULT_MAX_CHUNK);
 }
@@ -149,7 +152,7 @@ typedef struct bench {
     size_t bw_floats;
     int threads, reps, chunk;
     int bw_every; /* tg: tokens between bandwidth measurements, 0 = once per repetition */
-    bool csv, fast_prefill;
+    bool csv, fast_prefill, profile;
     hy_fwd_costs costs;
     bool all_finite;
 } bench;
@@ -258,6 +261,7 @@ typedef struct test_run {
     double tps[64], tpsc[64], frac[64], fracs[64], fracc[64], bww[64], bwc[64];
     double pk[4][64], pkf[4][64]; /* pp: peaks next to each rep (fp32 wall, fp32 CPU, bf16 wall, bf16
                                    * CPU; time-weighted) and the rep's GFLOP/s over them */
+    hy_fwd_profile prof;          /* tg with --profile: the reps' decode profiles added up */
 } test_run;
 
 static void test_init(const bench *b, bool pp, int n, test_run *t) {
@@ -284,10 +288,28 @@ static int test_warmup(bench *b, const test_run *t, hy_err *err) {
     return run_test(b, t->pp, nw, &wall, &cpu, bw_s, pk_s, err);
 }
 
+static void prof_add(hy_fwd_profile *dst, const hy_fwd_profile *p) {
+    dst->threads = p->threads;
+    dst->steps += p->steps;
+    dst->step_s += p->step_s;
+    for (int i = 0; i < HY_PH_COUNT; i++) {
+        dst->s[i] += p->s[i];
+        dst->bytes[i] += p->bytes[i];
+    }
+}
+
 static int test_rep(bench *b, test_run *t, hy_err *err) {
     double wall = 0, cpu = 0, bw_s[2] = {0, 0}, pk_s[4] = {0, 0, 0, 0};
     const int n = t->n, r = t->done;
-    if (run_test(b, t->pp, n, &wall, &cpu, bw_s, pk_s, err)) return -1;
+    const bool prof = b->profile && !t->pp;
+    if (prof && hy_ctx_profile_start(b->ctx, err)) return -1;
+    const int rc = run_test(b, t->pp, n, &wall, &cpu, bw_s, pk_s, err);
+    if (prof) {
+        hy_fwd_profile p;
+        hy_ctx_profile_stop(b->ctx, &p);
+        prof_add(&t->prof, &p);
+    }
+    if (rc) return -1;
     if (!(cpu > 0)) cpu = wall;
     t->tps[r] = n / wall;
     t->tpsc[r] = n / cpu;
@@ -367,11 +389,50 @@ static void test_print(const bench *b, const test_run *t) {
     fflush(stdout);
 }
 
+/* --profile: the tg test's decode profile (forward.h), a row per phase. Times are per token
+ * and per thread (the mean of the threads), rates are all threads' bytes over that time, so a
+ * matrix phase's rate compares with the bandwidth measured next to the run (its mean here). */
+static void profile_print(const bench *b, const test_run *t) {
+    const hy_fwd_profile *p = &t->prof;
+    if (t->pp || !p->steps || !p->threads) return;
+    double m_bw, sd, in_phases = 0;
+    stats(t->bww, t->done, &m_bw, &sd);
+    const double per = 1.0 / ((double)p->steps * p->threads); /* thread-seconds -> seconds a token */
+    if (!b->csv) {
+        printf("\ndecode profile, tg%d (%llu tokens, %d threads; ", t->n, (unsigned long long)p->steps, p->threads);
+        if (m_bw > 0) printf("measured bandwidth %.1f GB/s):\n", m_bw);
+        else printf("bandwidth not measured):\n");
+        printf("| %-29s | %9s | %6s | %9s | %8s | %6s |\n", "phase", "ms/tok", "share", "MB/tok", "GB/s", "%BW");
+        printf("|%s|%s|%s|%s|%s|%s|\n", "-------------------------------", "----------:", "-------:", "----------:",
+               "---------:", "-------:");
+    }
+    for (int i = 0; i <= HY_PH_COUNT; i++) {
+        const bool rest = i == HY_PH_COUNT;
+        const double s = rest ? p->step_s - in_phases : p->s[i], bytes = rest ? 0 : p->bytes[i];
+        if (!rest) in_phases += s;
+        if (!rest && s <= 0) continue;
+        const double ms = s * per * 1e3, mb = bytes / (double)p->steps / 1e6, share = p->step_s > 0 ? s / p->step_s : 0;
+        const double gbs = ms > 0 && bytes > 0 ? mb / ms : 0;
+        const char *name = rest ? "other (norms/embedding/job)" : hy_fwd_phase_name((hy_fwd_phase)i);
+        if (b->csv)
+            printf("# profile,tg%d,%s,%.4f,%.4f,%.3f,%.2f,%.4f\n", t->n, name, ms, share, mb, gbs,
+                   m_bw > 0 ? gbs / m_bw : 0);
+        else if (gbs > 0 && m_bw > 0)
+            printf("| %-29s | %9.3f | %5.1f%% | %9.2f | %8.1f | %5.1f%% |\n", name, ms, 100 * share, mb, gbs,
+                   100 * gbs / m_bw);
+        else if (gbs > 0)
+            printf("| %-29s | %9.3f | %5.1f%% | %9.2f | %8.1f | %6s |\n", name, ms, 100 * share, mb, gbs, "");
+        else printf("| %-29s | %9.3f | %5.1f%% | %9s | %8s | %6s |\n", name, ms, 100 * share, "", "", "");
+    }
+    if (!b->csv) printf("| %-29s | %9.3f | %5.1f%% |\n\n", "step", p->step_s * per * 1e3, 100.0);
+    fflush(stdout);
+}
+
 HY_CMD(bench) {
     const char *dir = NULL, *weights = "auto", *isa = NULL, *fmt = "md";
     int pps[MAX_LIST] = {512}, n_pp = 1, tgs[MAX_LIST] = {128}, n_tg = 1, depths[MAX_LIST] = {0}, n_d = 1;
     int threads = 2, reps = 5, chunk = 0, bw_mib = 512, seed = 1, bw_every = 16;
-    bool warmup = true, fast_prefill = false, interleave = false;
+    bool warmup = true, fast_prefill = false, interleave = false, profile = false;
     unsigned quant_flags = 0;
     hy_wres res = HY_WRES_AUTO;
     for (int i = 1; i < argc; i++) {
@@ -417,6 +478,8 @@ HY_CMD(bench) {
             warmup = false;
         } else if (!strcmp(a, "--interleave")) {
             interleave = true;
+        } else if (!strcmp(a, "--profile")) {
+            profile = true;
         } else if (!strcmp(a, "-o") && has_val) {
             fmt = argv[++i];
             if (strcmp(fmt, "md") && strcmp(fmt, "csv")) {
@@ -458,6 +521,7 @@ HY_CMD(bench) {
     b.threads = threads;
     b.reps = reps;
     b.bw_every = bw_every;
+    b.profile = profile;
     b.csv = !strcmp(fmt, "csv");
     b.fast_prefill = fast_prefill;
     b.all_finite = true;
@@ -547,12 +611,14 @@ HY_CMD(bench) {
                 for (int i = 0; i < nt; i++)
                     if (test_rep(&b, &tests[i], &err)) goto fail;
             for (int i = 0; i < nt; i++) test_print(&b, &tests[i]);
+            for (int i = 0; i < nt; i++) profile_print(&b, &tests[i]);
         } else {
             for (int i = 0; i < nt; i++) {
                 if (warmup && test_warmup(&b, &tests[i], &err)) goto fail;
                 for (int rep = 0; rep < reps; rep++)
                     if (test_rep(&b, &tests[i], &err)) goto fail;
                 test_print(&b, &tests[i]);
+                profile_print(&b, &tests[i]);
             }
         }
     }

@@ -345,6 +345,7 @@ void hy_ctx_free(hy_ctx *c) {
     hy_threadpool_free(c->tp);
     hy_rowsplit_free(c->split);
     hy_linears_free(&c->lin);
+    free(c->prof);
     hy_free(c->x);
     hy_free(c->small);
     free(c->layers);
@@ -484,13 +485,15 @@ const hy_mat *hy_fwd_first_mat(const hy_ctx *c, int layer) {
 
 void hy_fwd_barrier_next(const hy_ctx *c, const hy_mat *W1, const hy_mat *W2, int ith, int nth) {
     if (c->T > HY_MATMUL_GEMV_MAX_T || nth == 1) {
-        hy_threadpool_barrier(c->tp);
+        hy_fwd_barrier(c, ith);
         return;
     }
     hy_pf_range r[2];
     part_head(W1, ith, nth, &r[0].p, &r[0].n);
     part_head(W2, ith, nth, &r[1].p, &r[1].n);
+    const double tp = hy_fwd_prof_begin(c);
     hy_threadpool_barrier_prefetch(c->tp, r, 2);
+    hy_fwd_prof_end(c, ith, HY_PH_BARRIER, tp, 0);
 }
 
 void hy_fwd_split_reset(hy_ctx *c) { hy_rowsplit_reset(c->split); }
@@ -534,14 +537,27 @@ bool hy_fwd_split_next(const hy_ctx *c, hy_fwd_split *sp, int ith, int *o0, int 
 void hy_fwd_matmul(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
                    bool accumulate, int ith, int nth) {
     hy_fwd_split sp;
-    int o0, o1;
+    int o0, o1, done = 0;
+    const double tp = hy_fwd_prof_begin(c);
     hy_fwd_split_begin(c, W, T, ith, nth, &sp);
-    for (bool keep = false; hy_fwd_split_next(c, &sp, ith, &o0, &o1); keep = true)
+    for (bool keep = false; hy_fwd_split_next(c, &sp, ith, &o0, &o1); keep = true) {
         hy_fwd_matmul_rows(c, W, T, x, ldx, y, ldy, o0, o1, accumulate, keep, ith);
+        done += o1 - o0;
+    }
+    if (tp != 0) hy_fwd_prof_mat(c, ith, W, tp, (double)hy_mat_bytes(W) * done / (double)W->rows);
 }
+
+static void step_layers(hy_ctx *c, int ith, int nth);
 
 static void step_job(void *arg, int ith, int nth) {
     hy_ctx *c = arg;
+    const double tp = hy_fwd_prof_begin(c);
+    step_layers(c, ith, nth);
+    hy_fwd_prof_step(c, ith, tp);
+}
+
+/* embeddings -> layers -> final norm -> lm_head, on every thread of the job */
+static void step_layers(hy_ctx *c, int ith, int nth) {
     const hy_fwd_dims *d = &c->d;
     const size_t D = (size_t)d->D, half = (size_t)d->rot_half;
     int t0, t1;

@@ -104,6 +104,43 @@ typedef struct hy_fwd_costs {
 } hy_fwd_costs;
 void hy_ctx_costs(const hy_ctx *ctx, hy_fwd_costs *out);
 
+/* Decode profile, for benchmarks: while on, every thread of every 1-token step adds its wall
+ * time per phase (each layer's matrices by role, the GDN and attention cores, barrier waits)
+ * and the matrix bytes it read, so a benchmark can show where a token's time goes and at what
+ * rate each phase streams. Off by default; on, it costs two clock reads per phase. Prefill and
+ * batched steps are not profiled. Values are the same with and without it. */
+typedef enum hy_fwd_phase {
+    HY_PH_Q_PROJ,
+    HY_PH_K_PROJ,
+    HY_PH_V_PROJ,
+    HY_PH_ATTN_CORE, /* q/k norms, RoPE, KV append, attention, gate */
+    HY_PH_O_PROJ,
+    HY_PH_IN_PROJ_QKV,
+    HY_PH_IN_PROJ_Z,
+    HY_PH_IN_PROJ_B,
+    HY_PH_IN_PROJ_A,
+    HY_PH_GDN_CORE, /* conv, gates, q/k norms, recurrent step, gated norm */
+    HY_PH_OUT_PROJ,
+    HY_PH_GATE_UP, /* gate_proj + up_proj + silu * mul */
+    HY_PH_DOWN_PROJ,
+    HY_PH_LM_HEAD,
+    HY_PH_BARRIER, /* waiting for the other threads (prefetching the next matrix meanwhile) */
+    HY_PH_COUNT
+} hy_fwd_phase;
+const char *hy_fwd_phase_name(hy_fwd_phase ph);
+typedef struct hy_fwd_profile {
+    uint64_t steps;            /* 1-token steps profiled */
+    double step_s;             /* their wall seconds, summed over the threads */
+    double s[HY_PH_COUNT];     /* seconds in each phase, summed over the threads (the rest of
+                                  step_s: norms, embedding, job start and end) */
+    double bytes[HY_PH_COUNT]; /* matrix bytes each phase read, all threads */
+    int threads;
+} hy_fwd_profile;
+/* Zeroes the profile and turns it on (allocates it the first time). */
+int hy_ctx_profile_start(hy_ctx *ctx, hy_err *err);
+/* Turns it off; *out gets the totals since hy_ctx_profile_start (zeros if never started). */
+void hy_ctx_profile_stop(hy_ctx *ctx, hy_fwd_profile *out);
+
 /* Feeds n >= 1 token ids (each in [0, vocab_size)) at positions pos..pos+n-1.
  * logits: [n][vocab_size] when all_logits, else [vocab_size] for the last of
  * the n tokens; may be NULL to only advance the state. Fails without touching

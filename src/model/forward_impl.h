@@ -115,6 +115,10 @@ struct hy_ctx {
     bool all_logits;
     /* batched decode (forward_batch.c): token t belongs to bseqs[t] at bseqs[t]->pos */
     hy_seq **bseqs;
+
+    /* decode profile (forward_prof.c): [nth] per-thread totals, on while prof_on */
+    hy_fwd_profile *prof;
+    bool prof_on;
 };
 
 /* Layer bodies, run by every thread of a step job (ith of nth). They read the normed input
@@ -178,5 +182,16 @@ void hy_fwd_matmul(const hy_ctx *c, const hy_mat *W, int T, const float *x, size
  * since this thread's previous call, which had the same x, T and ldx (HY_ACT_KEEP_X). */
 void hy_fwd_matmul_rows(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
                         int o0, int o1, bool accumulate, bool keep_x, int ith);
+
+/* Decode profile (hy_ctx_profile_start): the start time of a phase of thread ith, 0 when the
+ * step is not profiled; hy_fwd_prof_end adds the time since t0 (and bytes of matrices read) to
+ * phase ph. hy_fwd_prof_mat adds a matmul of W by its role (lin.layers[].*, lm_head). */
+double hy_fwd_prof_begin(const hy_ctx *c);
+void hy_fwd_prof_end(const hy_ctx *c, int ith, hy_fwd_phase ph, double t0, double bytes);
+void hy_fwd_prof_mat(const hy_ctx *c, int ith, const hy_mat *W, double t0, double bytes);
+/* Whole-step time of a profiled step. */
+void hy_fwd_prof_step(const hy_ctx *c, int ith, double t0);
+/* hy_threadpool_barrier, its wait counted as HY_PH_BARRIER in a profiled step. */
+void hy_fwd_barrier(const hy_ctx *c, int ith);
 
 #endif

@@ -26,7 +26,7 @@ void hy_layer_attn_project(hy_ctx *c, int layer, const float *xn, int ith, int n
     hy_fwd_matmul(c, &lw->q_proj, T, xn, D, c->a_qg, qg_w, false, ith, nth);
     hy_fwd_matmul(c, &lw->k_proj, T, xn, D, c->a_k, kv_w, false, ith, nth);
     hy_fwd_matmul(c, &lw->v_proj, T, xn, D, c->a_v, kv_w, false, ith, nth);
-    hy_threadpool_barrier(c->tp);
+    hy_fwd_barrier(c, ith);
 }
 
 /* q/k norm and RoPE of token t for the query heads of KV heads [g0, g1) and those KV heads,
@@ -65,6 +65,7 @@ void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
 
     hy_layer_attn_project(c, layer, xn, ith, nth);
 
+    const double tp = hy_fwd_prof_begin(c);
     /* A 1-token step needs no barrier between phases 2 and 3: its attention unit for KV head
      * g reads only the q heads of group g and K/V head g, so the thread that owns the unit
      * prepares exactly those (decode: one barrier less, and phase 2 no longer runs on one
@@ -99,6 +100,7 @@ void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
                 for (int j = 0; j < Dh; j++) o[j] *= hy_sigmoidf(gate[j]);
             }
     }
+    hy_fwd_prof_end(c, ith, HY_PH_ATTN_CORE, tp, 0);
     hy_fwd_barrier_next(c, &lw->o_proj, NULL, ith, nth);
 
     hy_fwd_matmul(c, &lw->o_proj, T, c->a_out, o_w, c->x, D, true, ith, nth);

@@ -31,6 +31,8 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
 
     const float *xn = hy_fwd_norm_input(c, L->post_norm, ith, nth);
 
+    const double tp = hy_fwd_prof_begin(c);
+    int done = 0; /* rows of gate_proj (and up_proj) this thread computed, for the profile */
     hy_fwd_split sp;
     int o0, o1, n = 0;
     int rows[HY_FFN_RANGES][2]; /* gate_proj rows this thread took whose up_proj rows are pending */
@@ -41,6 +43,7 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
             hy_fwd_matmul_rows(c, &lw->gate_proj, T, xn, D, c->f_gate, F, o0, o1, false, keep, ith);
             rows[n][0] = o0;
             rows[n++][1] = o1;
+            done += o1 - o0;
         }
         /* prefill: up_proj right behind each piece, so a thread that takes over another's
          * gate_proj rows takes their up_proj rows too (the streams do not matter there) */
@@ -53,6 +56,9 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
             n = 0;
         }
     }
+    if (tp != 0)
+        hy_fwd_prof_end(c, ith, HY_PH_GATE_UP, tp,
+                        (double)(hy_mat_bytes(&lw->gate_proj) + hy_mat_bytes(&lw->up_proj)) * done / (double)F);
     hy_fwd_barrier_next(c, &lw->down_proj, NULL, ith, nth);
 
     hy_fwd_matmul(c, &lw->down_proj, T, c->f_gate, F, c->x, D, true, ith, nth);

@@ -41,7 +41,7 @@ void hy_layer_gdn_project(hy_ctx *c, int layer, const float *xn, int ith, int nt
     hy_fwd_matmul(c, &lw->in_proj_z, T, xn, D, c->g_z, VD, false, ith, nth);
     hy_fwd_matmul(c, &lw->in_proj_b, T, xn, D, c->g_b, (size_t)Hv, false, ith, nth);
     hy_fwd_matmul(c, &lw->in_proj_a, T, xn, D, c->g_a, (size_t)Hv, false, ith, nth);
-    hy_threadpool_barrier(c->tp);
+    hy_fwd_barrier(c, ith);
 }
 
 /* Gated RMSNorm of value head h of token t (plain weight), times silu(z), in place in g_o. */
@@ -67,6 +67,7 @@ static void gdn_core_1tok(hy_ctx *c, int layer, const hy_layer_f32 *L, int ith, 
     float *conv = hy_gdn_state_conv(st, L->slot), *rec = hy_gdn_state_rec(st, L->slot);
     float *q = c->g_y, *k = c->g_y + KD, *v = c->g_y + 2 * KD;
     const float qscale = (float)(1.0 / sqrt((double)dk));
+    const double tp = hy_fwd_prof_begin(c);
     int u0, u1;
     hy_split_range(d->Hk, ith, nth, &u0, &u1);
     for (int u = u0; u < u1; u++) {
@@ -80,6 +81,7 @@ static void gdn_core_1tok(hy_ctx *c, int layer, const hy_layer_f32 *L, int ith, 
         K->recurrent(&c->gd, 1, h0, h1, q, k, v, c->g_g, c->g_beta, rec, c->g_o);
         for (int h = h0; h < h1; h++) gdn_gated_norm(c, L, 0, h);
     }
+    hy_fwd_prof_end(c, ith, HY_PH_GDN_CORE, tp, 0);
     hy_fwd_barrier_next(c, &c->lin.layers[layer].out_proj, NULL, ith, nth);
 }
 

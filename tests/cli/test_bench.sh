@@ -39,6 +39,19 @@ for t in pp8,0,8,2, pp24,0,24,2, tg3,0,3,2,; do
   grep -q "^$t" "$tmp/i.csv" || fail "interleave: no row '$t'"
 done
 
+# --profile: a decode profile after the tg row (md: a table ending in the step row; csv: one
+# "# profile" line per phase, lm_head among them)
+if ! "$HYLA_BIN" bench -m "$M" -p 0 -n 3 -r 2 -t 2 --bw-mib 0 --profile >"$tmp/p.txt" 2>"$tmp/e.txt"; then
+  fail "profile run exited non-zero: $(tail -1 "$tmp/e.txt")"
+fi
+grep -q "^decode profile, tg3 (6 tokens, 2 threads" "$tmp/p.txt" || fail "profile: no table header"
+for ph in "in_proj_qkv" "gdn core" "attention" "lm_head" "barrier wait" "step"; do
+  grep -q "^| $ph " "$tmp/p.txt" || fail "profile: no row '$ph'"
+done
+"$HYLA_BIN" bench -m "$M" -p 0 -n 3 -r 1 --bw-mib 0 --profile -o csv >"$tmp/p.csv" 2>"$tmp/e.txt" ||
+  fail "profile csv run exited non-zero: $(tail -1 "$tmp/e.txt")"
+grep -q "^# profile,tg3,lm_head," "$tmp/p.csv" || fail "profile csv: no lm_head line"
+
 # the lm_head / GDN a,b selection flags in run's spelling and in bench's earlier short one: both
 # take lm_head into q8, so a token streams fewer weight bytes (csv column 9) than without
 wbytes() { "$HYLA_BIN" bench -m "$M" -p 0 -n 2 -r 1 --bw-mib 0 --weights q8 -o csv "$@" 2>"$tmp/e.txt" | awk -F, '/^tg2,/{print $9}'; }

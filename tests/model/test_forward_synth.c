@@ -276,6 +276,67 @@ static void test_invariance_and_threads(void **st) {
     synth_free(s);
 }
 
+/* The decode profile (hy_ctx_profile_*): only 1-token steps count, every matrix byte of a
+ * step is counted once in the phase of its role, the phases fit in the step time, and the
+ * values are those of a run without it. */
+static void test_decode_profile(void **st) {
+    (void)st;
+    synth_cfg c = synth_default_cfg();
+    synth_model *s = synth_create(&c);
+    const int n = 12, pre = 8, threads = 2;
+    const size_t V = (size_t)c.vocab;
+    int32_t *ids = make_ids(n, c.vocab, 5);
+    int steps[5] = {pre, 1, 1, 1, 1};
+    float *base = engine_run(&s->m, ids, n, steps, 5, threads, 0);
+
+    hy_ctx *ctx = NULL;
+    hy_seq *seq = NULL;
+    hy_err err;
+    hy_ctx_opts o = {.n_threads = threads, .isa = g_isa};
+    assert_int_equal(hy_ctx_create(&ctx, &s->m, &o, &err), 0);
+    assert_int_equal(hy_seq_create(&seq, &s->m, n + 1, &err), 0);
+    float *lg = malloc(sizeof(float) * (size_t)n * V);
+    hy_fwd_profile p;
+    hy_ctx_profile_stop(ctx, &p); /* never started: zeros */
+    assert_int_equal(p.steps, 0);
+    assert_int_equal(hy_ctx_profile_start(ctx, &err), 0);
+    for (int i = 0, done = 0; i < 5; done += steps[i++])
+        assert_int_equal(hy_forward(ctx, seq, ids + done, steps[i], lg + (size_t)done * V, true, &err), 0);
+    hy_ctx_profile_stop(ctx, &p);
+    assert_memory_equal(base, lg, (size_t)n * V * sizeof(float));
+
+    hy_fwd_costs k;
+    hy_ctx_costs(ctx, &k);
+    const double embed_row = (double)c.D * hy_dtype_size(s->m.w.embed_tokens.dtype);
+    double bytes = 0, in_phases = 0;
+    for (int i = 0; i < HY_PH_COUNT; i++) {
+        assert_true(p.s[i] >= 0);
+        in_phases += p.s[i];
+        bytes += p.bytes[i];
+        printf("  %-14s %8.1f us/token %10.0f B/token\n", hy_fwd_phase_name((hy_fwd_phase)i),
+               p.s[i] / threads / (double)p.steps * 1e6, p.bytes[i] / (double)p.steps);
+    }
+    assert_int_equal(p.steps, n - pre);
+    assert_int_equal(p.threads, threads);
+    assert_true(p.s[HY_PH_LM_HEAD] > 0 && p.s[HY_PH_GDN_CORE] > 0 && p.s[HY_PH_ATTN_CORE] > 0);
+    assert_true(in_phases <= p.step_s);
+    /* every matrix of a step read once: the costs' bytes less the embedding row */
+    const double want = ((double)k.decode_weight_bytes - embed_row) * (double)p.steps;
+    printf("profile: %llu steps, %.0f of %.0f bytes, phases %.1f%% of the step time\n",
+           (unsigned long long)p.steps, bytes, want, 100 * in_phases / p.step_s);
+    assert_true(fabs(bytes - want) <= 1e-9 * want);
+    /* off again: a further step adds nothing */
+    assert_int_equal(hy_forward(ctx, seq, ids, 1, NULL, false, &err), 0);
+    hy_ctx_profile_stop(ctx, &p);
+    assert_int_equal(p.steps, n - pre);
+    free(lg);
+    free(base);
+    free(ids);
+    hy_seq_free(seq);
+    hy_ctx_free(ctx);
+    synth_free(s);
+}
+
 /* Reset gives a fresh sequence: the same run twice is bit-identical. Last-only logits
  * equal the last row of all logits. */
 static void test_reset_and_last(void **st) {
@@ -363,6 +424,7 @@ int main(void) {
         cmocka_unit_test(test_conv_carry),
         cmocka_unit_test(test_invariance_and_threads),
         cmocka_unit_test(test_reset_and_last),
+        cmocka_unit_test(test_decode_profile),
         cmocka_unit_test(test_bad_input),
     };
     const char *tiers[8];
