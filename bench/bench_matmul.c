@@ -123,7 +123,6 @@ typedef struct bmat {
     void *data; /* hy_alloc_pages: the pages the engine gives its weights */
     size_t data_bytes;
     float *scale;
-    uint16_t *gscale;
     size_t bytes;
 } bmat;
 
@@ -148,18 +147,16 @@ static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
         const size_t nb = (size_t)hy_q_blocks(rows), G = (size_t)hy_q_groups(cols);
         b.data_bytes = nb * hy_q_block_bytes(f, (int)G);
         b.data = hy_alloc_pages(b.data_bytes);
-        b.gscale = f == HY_WFMT_Q8 ? hy_calloc_aligned(nb * G * HY_Q_ROWS, 2) : NULL; /* Q4: in data */
         b.scale = hy_calloc_aligned(nb * HY_Q_ROWS, 4);
         if (like) {
             memcpy(b.data, like->data, b.data_bytes);
-            if (b.gscale) memcpy(b.gscale, like->gscale, nb * G * HY_Q_ROWS * 2);
             memcpy(b.scale, like->scale, nb * HY_Q_ROWS * 4);
         } else {
             float *w = malloc(sizeof(float) * HY_Q_ROWS * (size_t)cols);
             for (size_t blk = 0; blk < nb; blk++) {
                 const int nr = rows - (int)blk * HY_Q_ROWS < HY_Q_ROWS ? rows - (int)blk * HY_Q_ROWS : HY_Q_ROWS;
                 for (size_t i = 0; i < (size_t)nr * cols; i++) w[i] = frand();
-                hy_q_pack_block(f, w, nr, cols, (int)blk, b.data, b.gscale, b.scale);
+                hy_q_pack_block(f, w, nr, cols, (int)blk, b.data, b.scale);
             }
             free(w);
         }
@@ -190,7 +187,6 @@ static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
     }
     b.m.data = b.data;
     b.m.scale = b.scale;
-    b.m.gscale = b.gscale;
     /* the column panels the engine stores such matrices in (model/linears.c); the values are
      * random, so they need no reordering */
     b.m.panel = f == HY_WFMT_BF16 && hy_panel_wanted(cols);
@@ -201,7 +197,6 @@ static bmat make(hy_wfmt f, int rows, int cols, const bmat *like) {
 static void bfree(bmat *b) {
     hy_free_pages(b->data, b->data_bytes);
     hy_free(b->scale);
-    hy_free(b->gscale);
 }
 
 /* Bytes the decode copies and the re-measuring read span: at least 256 MiB and twice the L3 (as

@@ -88,15 +88,16 @@ const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" "bf16
  * so 64 consecutive bytes are 16 rows x 4 columns: one 512-bit vector, one int32 lane per row.
  * Group scales h (fp16, |h| <= 1; 16 of a group, row j at [j]: hy_q_gscale) and row scales d
  * (scale: fp32 [nb*16]). Weight of (row, column) = d(row) · h(row, group) · q.
- *   Q8: a block is its G records in order; gscale is a separate array [nb][G][16].
- *   Q4: a block is ceil(G/2) units of 64 + 2·256 bytes: a line with the scales of groups 2u
- *       (bytes 0..31) and 2u+1 (32..63), then the records of 2u and 2u+1 (an odd G's last unit
- *       holds one; its scale line's second half is zero); gscale is NULL. Why: as a separate
- *       array the scales were a second stream beside the records (32 bytes per 256), and a Zen 4
- *       core streaming both from DRAM in the fastest minutes (two threads, ~60 GB/s) read
- *       0.82-0.85 of the read bandwidth against 0.98-1.00 with them inside the records' stream
- *       (248320 x 1024, two threads, alternated with the read). Q8's scales are half as dense
- *       and read as fast apart (0.94-1.03 against 0.94-0.99 in units of two), so stay there.
+ * A block is ceil(G/2) units of 64 + 2·R bytes: a line with the scales of groups 2u (bytes
+ * 0..31) and 2u+1 (32..63), then the records of 2u and 2u+1 (an odd G's last unit holds one;
+ * its scale line's second half is zero). Why: as a separate array the scales were a second
+ * stream beside the records (32 bytes per R), and a Zen 4 core streaming both from DRAM in the
+ * fastest minutes (two threads, ~60 GB/s) read Q4 at 0.82-0.85 of the read bandwidth against
+ * 0.98-1.00 with them inside the records' stream (248320 x 1024, two threads, alternated with
+ * the read). Q8's scales are half as dense and a matrix that size read as fast either way, but
+ * the engine's 0.8B matrices (0.5-3.5 MiB a thread a call) read faster in units in the fast
+ * minutes (hyla bench --profile, builds alternated: out_proj 0.77-0.82 -> 0.84-0.85 of the
+ * bandwidth, down_proj 0.82-0.85 -> 0.87-0.88), the 27B's the same.
  */
 /*
  * BF16 column panels (hy_mat.panel): columns in panels of HY_PANEL_COLS (the last one
@@ -150,7 +151,6 @@ typedef struct hy_mat {
     bool panel; /* BF16 only: data in column panels (above) instead of row-major */
     /* FP8: block scales [ceil(rows/bs0)][ceil(cols/bs1)]; Q8/Q4: row scales d [nb*16] */
     const float *scale;
-    const uint16_t *gscale; /* Q8 group scales (fp16), see above (Q4: NULL, in data) */
     int bs0, bs1;           /* FP8 block size (rows, columns) */
     const char *name;       /* for messages; may be NULL */
 } hy_mat;
@@ -251,21 +251,20 @@ static inline int hy_q_blocks(int rows) { return (rows + HY_Q_ROWS - 1) / HY_Q_R
 static inline int hy_q_groups(int cols) { return (cols + HY_Q_GROUP - 1) / HY_Q_GROUP; }
 /* Bytes of one packed (block, group) record. */
 static inline size_t hy_q_record_bytes(hy_wfmt f) { return f == HY_WFMT_Q4 ? 256 : 512; }
-/* Q4's unit: one line with two groups' scales, then those two records (layout above). */
-#define HY_Q4_UNIT_BYTES (64 + 2 * 256)
-/* Bytes of one packed block of G groups (Q4: its group scales included; layout above). */
+/* A unit: one line with two groups' scales, then those two records (layout above). */
+static inline size_t hy_q_unit_bytes(hy_wfmt f) { return 64 + 2 * hy_q_record_bytes(f); }
+/* Bytes of one packed block of G groups, its group scales included (layout above). */
 static inline size_t hy_q_block_bytes(hy_wfmt f, int G) {
-    return f == HY_WFMT_Q4 ? (size_t)G * 256 + (size_t)(G + 1) / 2 * 64 : (size_t)G * 512;
+    return (size_t)G * hy_q_record_bytes(f) + (size_t)(G + 1) / 2 * 64;
 }
 /* Offset of group g's record in its block. */
 static inline size_t hy_q_rec_offset(hy_wfmt f, int g) {
-    return f == HY_WFMT_Q4 ? (size_t)(g / 2) * HY_Q4_UNIT_BYTES + 64 + (size_t)(g % 2) * 256 : (size_t)g * 512;
+    return (size_t)(g / 2) * hy_q_unit_bytes(f) + 64 + (size_t)(g % 2) * hy_q_record_bytes(f);
 }
-/* Offset of group g's 16 scales from those of the block's group 0, in fp16 units (Q4: group 0's
- * scales are the block's first bytes; Q8: block b's start in gscale). */
+/* Offset of group g's 16 scales from those of the block's group 0 (the block's first bytes), in
+ * fp16 units. */
 static inline size_t hy_q_gscale_offset(hy_wfmt f, int g) {
-    return f == HY_WFMT_Q4 ? (size_t)(g / 2) * (HY_Q4_UNIT_BYTES / 2) + (size_t)(g % 2) * HY_Q_ROWS
-                           : (size_t)g * HY_Q_ROWS;
+    return (size_t)(g / 2) * (hy_q_unit_bytes(f) / 2) + (size_t)(g % 2) * HY_Q_ROWS;
 }
 /* The record of block b, group g. */
 static inline const unsigned char *hy_q_record(const hy_mat *W, int b, int g) {
@@ -275,9 +274,7 @@ static inline const unsigned char *hy_q_record(const hy_mat *W, int b, int g) {
 /* The 16 group scales h of block b, group g (row j at [j]). */
 static inline const uint16_t *hy_q_gscale(const hy_mat *W, int b, int g) {
     const int G = hy_q_groups(W->cols);
-    const uint16_t *g0 = W->fmt == HY_WFMT_Q4
-                             ? (const uint16_t *)((const unsigned char *)W->data + (size_t)b * hy_q_block_bytes(W->fmt, G))
-                             : W->gscale + (size_t)b * G * HY_Q_ROWS;
+    const uint16_t *g0 = (const uint16_t *)((const unsigned char *)W->data + (size_t)b * hy_q_block_bytes(W->fmt, G));
     return g0 + hy_q_gscale_offset(W->fmt, g);
 }
 /* Bytes W occupies (weights + every scale array); for views into a checkpoint, what is read. */
@@ -316,11 +313,10 @@ size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols);
 /* Quantizes nr <= 16 rows (w: [nr][cols] fp32) into block b of a packed Q8/Q4 matrix with
  * cols columns (rows nr..15 of the block become padding). Returns the number of non-finite
  * inputs (nothing is written meaningfully then; callers fail the load), -1 when out of memory.
- * Q8 group scales are amax/127, into gscale; Q4 ones minimise the group's squared error (a few
- * candidates refined by least squares), into data (the layout above; gscale unused, may be NULL).
- * data holds hy_q_block_bytes(f, G) bytes per block. */
-int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *data, uint16_t *gscale,
-                    float *scale);
+ * Q8 group scales are amax/127; Q4 ones minimise the group's squared error (a few candidates
+ * refined by least squares); both go into data (the layout above), which holds
+ * hy_q_block_bytes(f, G) bytes per block. */
+int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *data, float *scale);
 /* FP8 of nr <= bs0 rows (w: [nr][cols]) with blocks of bs1 columns: scale[c] = amax/448 of
  * column block c (1 when the block is all zeros), out[r][k] = e4m3(w / scale) rounded to
  * nearest even, saturating. Returns the number of non-finite inputs. */

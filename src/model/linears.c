@@ -304,7 +304,6 @@ typedef struct conv_job {
     hy_mat *dst;
     void *data;       /* destination arrays (mutable views of dst's) */
     float *scale;
-    uint16_t *gscale;
     int unit;         /* rows per work unit */
     atomic_int bad;   /* non-finite inputs seen */
     atomic_int nomem;
@@ -352,7 +351,7 @@ static void conv_run(void *arg, int ith, int nth) {
             break;
         }
         default: {
-            const int b = hy_q_pack_block(j->dst->fmt, tmp, nr, cols, u, j->data, j->gscale, j->scale);
+            const int b = hy_q_pack_block(j->dst->fmt, tmp, nr, cols, u, j->data, j->scale);
             if (b < 0) atomic_fetch_add(&j->nomem, 1);
             else bad += b;
             break;
@@ -422,10 +421,9 @@ static int convert(hy_linears *L, const hy_mat *src, hy_wfmt tf, hy_mat *dst, hy
     case HY_WFMT_Q4: {
         const size_t nb = (size_t)hy_q_blocks(rows), G = (size_t)hy_q_groups(cols);
         j.data = own(L, nb, hy_q_block_bytes(tf, (int)G));
-        j.gscale = tf == HY_WFMT_Q8 ? own(L, nb * G * HY_Q_ROWS, 2) : NULL; /* Q4: in data */
         j.scale = own(L, nb * HY_Q_ROWS, sizeof(float));
         j.unit = HY_Q_ROWS;
-        if ((tf == HY_WFMT_Q8 && !j.gscale) || !j.scale) j.data = NULL;
+        if (!j.scale) j.data = NULL;
         break;
     }
     default: HY_ASSERT(!"convert: target format");
@@ -442,7 +440,6 @@ static int convert(hy_linears *L, const hy_mat *src, hy_wfmt tf, hy_mat *dst, hy
                           src->name ? src->name : "?", atomic_load(&j.bad), hy_wfmt_name(tf));
     dst->data = j.data;
     dst->scale = j.scale;
-    dst->gscale = j.gscale;
     *owned += (int64_t)hy_wfmt_bytes(tf, rows, cols);
     return HY_OK;
 }

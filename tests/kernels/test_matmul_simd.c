@@ -86,13 +86,11 @@ typedef struct owned_mat {
     hy_mat m;
     void *data;
     float *scale;
-    uint16_t *gscale;
 } owned_mat;
 
 static void owned_free(owned_mat *o) {
     hy_free(o->data);
     hy_free(o->scale);
-    hy_free(o->gscale);
 }
 
 /* Builds W (rows x cols) in format f from fp32 values w. */
@@ -150,18 +148,15 @@ static owned_mat make_mat(hy_wfmt f, const float *w, int rows, int cols, int bs0
     default: {
         const int nb = hy_q_blocks(rows), G = hy_q_groups(cols);
         o.data = hy_calloc_aligned((size_t)nb, hy_q_block_bytes(f, G));
-        o.gscale = f == HY_WFMT_Q8 ? hy_calloc_aligned((size_t)nb * G * HY_Q_ROWS, 2) : NULL; /* Q4: in data */
         o.scale = hy_calloc_aligned((size_t)nb * HY_Q_ROWS, 4);
         for (int b = 0; b < nb; b++) {
             const int nr = rows - b * HY_Q_ROWS < HY_Q_ROWS ? rows - b * HY_Q_ROWS : HY_Q_ROWS;
-            assert_int_equal(hy_q_pack_block(f, w + (size_t)b * HY_Q_ROWS * cols, nr, cols, b, o.data, o.gscale,
-                                             o.scale), 0);
+            assert_int_equal(hy_q_pack_block(f, w + (size_t)b * HY_Q_ROWS * cols, nr, cols, b, o.data, o.scale), 0);
         }
     }
     }
     o.m.data = o.data;
     o.m.scale = o.scale;
-    o.m.gscale = o.gscale;
     return o;
 }
 

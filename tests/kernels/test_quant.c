@@ -89,7 +89,6 @@ static void roundtrip(hy_wfmt f, const float *w, int rows, int cols, float *deq)
     m.cols = cols;
     void *data = NULL;
     float *scale = NULL;
-    uint16_t *gs = NULL;
     if (f == HY_WFMT_FP8) {
         const int nbr = (rows + 127) / 128, nbc = (cols + 127) / 128;
         data = calloc((size_t)rows * cols, 1);
@@ -103,17 +102,15 @@ static void roundtrip(hy_wfmt f, const float *w, int rows, int cols, float *deq)
     } else {
         const int nb = hy_q_blocks(rows), G = hy_q_groups(cols);
         data = calloc((size_t)nb, hy_q_block_bytes(f, G));
-        gs = f == HY_WFMT_Q8 ? calloc((size_t)nb * G * HY_Q_ROWS, 2) : NULL; /* Q4: in data */
         scale = calloc((size_t)nb * HY_Q_ROWS, 4);
         for (int b = 0; b < nb; b++) {
             const int nr = rows - b * 16 < 16 ? rows - b * 16 : 16;
-            assert_int_equal(hy_q_pack_block(f, w + (size_t)b * 16 * cols, nr, cols, b, data, gs, scale), 0);
+            assert_int_equal(hy_q_pack_block(f, w + (size_t)b * 16 * cols, nr, cols, b, data, scale), 0);
         }
         assert_int_equal(hy_mat_bytes(&m), hy_wfmt_bytes(f, rows, cols));
     }
     m.data = data;
     m.scale = scale;
-    m.gscale = gs;
     /* where the rows of a split start: block b's records right after block b-1's (Q), row r at
      * r·cols bytes (FP8); the end is the size of the data array */
     if (f == HY_WFMT_FP8) {
@@ -127,7 +124,6 @@ static void roundtrip(hy_wfmt f, const float *w, int rows, int cols, float *deq)
     for (int r = 0; r < rows; r++) hy_mat_row_f32(&m, r, deq + (size_t)r * cols);
     free(data);
     free(scale);
-    free(gs);
 }
 
 static void test_roundtrip(void **st) {

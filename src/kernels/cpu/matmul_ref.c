@@ -122,8 +122,7 @@ size_t hy_wfmt_bytes(hy_wfmt f, int64_t rows, int64_t cols) {
     case HY_WFMT_Q8:
     case HY_WFMT_Q4: {
         const size_t nb = (size_t)hy_q_blocks((int)rows), G = (size_t)hy_q_groups((int)cols);
-        return nb * hy_q_block_bytes(f, (int)G) + (f == HY_WFMT_Q8 ? nb * G * 2 * HY_Q_ROWS : 0) +
-               nb * HY_Q_ROWS * 4;
+        return nb * hy_q_block_bytes(f, (int)G) + nb * HY_Q_ROWS * 4;
     }
     default: return 0;
     }

@@ -241,14 +241,12 @@ static void group_quant(const float *w, int n, float ie, float lo, float hi, int
     for (; i < HY_Q_GROUP; i++) q[i] = 0;
 }
 
-int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *data, uint16_t *gscale,
-                    float *scale) {
+int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *data, float *scale) {
     const int G = hy_q_groups(cols);
     const bool q4 = f == HY_WFMT_Q4;
     const size_t R = hy_q_record_bytes(f);
     unsigned char *blk = (unsigned char *)data + (size_t)b * hy_q_block_bytes(f, G);
-    /* group 0's scales (hy_q_gscale_offset from there): Q4 in the block, Q8 in gscale */
-    uint16_t *hs = q4 ? (uint16_t *)blk : gscale + (size_t)b * G * HY_Q_ROWS;
+    uint16_t *hs = (uint16_t *)blk; /* group 0's scales (hy_q_gscale_offset from there) */
     int bad = 0;
     float *dgs = malloc(sizeof(float) * (size_t)G);
     if (!dgs) return -1;
@@ -257,7 +255,7 @@ int hy_q_pack_block(hy_wfmt f, const float *w, int nr, int cols, int b, void *da
         memset(blk + hy_q_rec_offset(f, g), q4 ? 0x88 : 0x80, R);
         memset(hs + hy_q_gscale_offset(f, g), 0, HY_Q_ROWS * sizeof *hs);
     }
-    if (q4 && G % 2) memset(hs + hy_q_gscale_offset(f, G), 0, HY_Q_ROWS * sizeof *hs); /* the last line's unused half */
+    if (G % 2) memset(hs + hy_q_gscale_offset(f, G), 0, HY_Q_ROWS * sizeof *hs); /* the last line's unused half */
     for (int j = 0; j < HY_Q_ROWS; j++) scale[b * HY_Q_ROWS + j] = 0.0f;
     for (int j = 0; j < nr; j++) {
         const float *row = w + (size_t)j * cols;
