@@ -288,16 +288,6 @@ static int test_warmup(bench *b, const test_run *t, hy_err *err) {
     return run_test(b, t->pp, nw, &wall, &cpu, bw_s, pk_s, err);
 }
 
-static void prof_add(hy_fwd_profile *dst, const hy_fwd_profile *p) {
-    dst->threads = p->threads;
-    dst->steps += p->steps;
-    dst->step_s += p->step_s;
-    for (int i = 0; i < HY_PH_COUNT; i++) {
-        dst->s[i] += p->s[i];
-        dst->bytes[i] += p->bytes[i];
-    }
-}
-
 static int test_rep(bench *b, test_run *t, hy_err *err) {
     double wall = 0, cpu = 0, bw_s[2] = {0, 0}, pk_s[4] = {0, 0, 0, 0};
     const int n = t->n, r = t->done;
@@ -307,7 +297,7 @@ static int test_rep(bench *b, test_run *t, hy_err *err) {
     if (prof) {
         hy_fwd_profile p;
         hy_ctx_profile_stop(b->ctx, &p);
-        prof_add(&t->prof, &p);
+        hy_fwd_profile_add(&t->prof, &p);
     }
     if (rc) return -1;
     if (!(cpu > 0)) cpu = wall;

@@ -140,6 +140,9 @@ typedef struct hy_fwd_profile {
 int hy_ctx_profile_start(hy_ctx *ctx, hy_err *err);
 /* Turns it off; *out gets the totals since hy_ctx_profile_start (zeros if never started). */
 void hy_ctx_profile_stop(hy_ctx *ctx, hy_fwd_profile *out);
+/* Adds src's steps, seconds and bytes to dst (profiles of several runs); dst->threads becomes
+ * src's. */
+void hy_fwd_profile_add(hy_fwd_profile *dst, const hy_fwd_profile *src);
 
 /* Feeds n >= 1 token ids (each in [0, vocab_size)) at positions pos..pos+n-1.
  * logits: [n][vocab_size] when all_logits, else [vocab_size] for the last of

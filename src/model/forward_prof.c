@@ -3,7 +3,8 @@
  * by phase of the 1-token steps, for benchmarks that ask where a token's time goes.
  *
  * Each thread adds to its own slot (a multiple of 64 bytes apart, so the two threads' counters
- * never share a line), with no atomics; hy_ctx_profile_stop sums the slots after the jobs.
+ * never share a line), with no atomics; thread 0 alone counts the steps, so
+ * hy_ctx_profile_stop sums the slots after the jobs.
  * A matmul's role comes from where its hy_mat lies in c->lin (which field of which layer), so
  * the call sites pass nothing extra.
  */
@@ -48,20 +49,22 @@ int hy_ctx_profile_start(hy_ctx *c, hy_err *err) {
     return HY_OK;
 }
 
+void hy_fwd_profile_add(hy_fwd_profile *dst, const hy_fwd_profile *src) {
+    dst->threads = src->threads;
+    dst->steps += src->steps;
+    dst->step_s += src->step_s;
+    for (int i = 0; i < HY_PH_COUNT; i++) {
+        dst->s[i] += src->s[i];
+        dst->bytes[i] += src->bytes[i];
+    }
+}
+
 void hy_ctx_profile_stop(hy_ctx *c, hy_fwd_profile *out) {
     memset(out, 0, sizeof *out);
     c->prof_on = false;
     if (!c->prof) return;
+    for (int t = 0; t < c->n_threads; t++) hy_fwd_profile_add(out, slot(c, t));
     out->threads = c->n_threads;
-    for (int t = 0; t < c->n_threads; t++) {
-        const hy_fwd_profile *p = slot(c, t);
-        if (p->steps > out->steps) out->steps = p->steps;
-        out->step_s += p->step_s;
-        for (int i = 0; i < HY_PH_COUNT; i++) {
-            out->s[i] += p->s[i];
-            out->bytes[i] += p->bytes[i];
-        }
-    }
 }
 
 double hy_fwd_prof_begin(const hy_ctx *c) { return c->prof_on && c->T == 1 && !c->bseqs ? now_s() : 0; }
@@ -77,7 +80,7 @@ void hy_fwd_prof_step(const hy_ctx *c, int ith, double t0) {
     if (t0 == 0) return;
     hy_fwd_profile *p = slot(c, ith);
     p->step_s += now_s() - t0;
-    p->steps++;
+    if (ith == 0) p->steps++;
 }
 
 /* The phase of a matrix of c->lin by the field it is; HY_PH_COUNT for none. */
