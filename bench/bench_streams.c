@@ -6,7 +6,7 @@
  * stream counts taking turns within each rep; "x paired": median over reps of the ratio to one
  * stream in the same rep.
  * Usage: bench_streams MODEL_DIR [threads=2] [steps=8] [reps=2] [streams=1,4,8,16]
- *        [weights=auto|bf16|fp8|q8|q4] (as hyla's --weights)
+ *        [weights=auto|bf16|fp8|q8|q4] (as hyla's --weights) [act=f32|bf16] (bf16: --fast-decode)
  * Without MODEL_DIR it says so and exits 0 (scripts/run-bench passes the 0.8B-shaped random
  * model). Prints a table; no asserts. */
 #include "model/forward.h"
@@ -35,6 +35,11 @@ int main(int argc, char **argv) {
               reps = argc > 4 ? atoi(argv[4]) : 2;
     const char *list = argc > 5 ? argv[5] : "1,4,8,16";
     const int wreq = hy_wreq_parse(argc > 6 ? argv[6] : "auto");
+    const char *act = argc > 7 ? argv[7] : "f32";
+    if (strcmp(act, "f32") && strcmp(act, "bf16")) {
+        fprintf(stderr, "bench_streams: act '%s': expected f32 or bf16\n", act);
+        return 1;
+    }
     if (wreq < 0) {
         fprintf(stderr, "bench_streams: weights '%s': expected auto, bf16, fp8, q8 or q4\n", argv[6]);
         return 1;
@@ -63,7 +68,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     hy_ctx *ctx = NULL;
-    hy_ctx_opts o = {.n_threads = threads, .weights = (hy_wreq)wreq};
+    hy_ctx_opts o = {.n_threads = threads, .weights = (hy_wreq)wreq, .fast_decode = !strcmp(act, "bf16")};
     if (hy_ctx_create(&ctx, m, &o, &err)) {
         fprintf(stderr, "bench_streams: %s\n", err.msg);
         hy_model_free(m);
@@ -82,8 +87,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_streams: %s\n", err.msg);
             return 1;
         }
-    printf("bench_streams: %s, weights %s, %d threads, kernels %s, %d decode steps per rep, best of %d\n", argv[1],
-           hy_wreq_name((hy_wreq)wreq), hy_ctx_threads(ctx), hy_ctx_isa(ctx), steps, reps);
+    printf("bench_streams: %s, weights %s, act %s, %d threads, kernels %s, %d decode steps per rep, best of %d\n",
+           argv[1], hy_wreq_name((hy_wreq)wreq), act, hy_ctx_threads(ctx), hy_ctx_isa(ctx), steps, reps);
     /* The stream counts take turns within each rep, so every count sees the same minutes of a
      * machine whose bandwidth moves; "x paired" is the median over reps of the ratio to one
      * stream measured in the same rep. */

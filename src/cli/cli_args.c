@@ -99,6 +99,10 @@ int hy_cli_ctx_opt(int argc, char **argv, int *i, hy_ctx_opts *o) {
         o->fast_prefill = true;
         return 1;
     }
+    if (!strcmp(a, "--fast-decode")) {
+        o->fast_decode = true;
+        return 1;
+    }
     if (!strcmp(a, "--mmap") || !strcmp(a, "--no-mmap")) {
         o->weights_res = a[2] == 'm' ? HY_WRES_MMAP : HY_WRES_COPY;
         return 1;

@@ -1,6 +1,6 @@
 /*
  * `hyla bench -m DIR [-p 512[,N...]] [-n 128[,N...]] [-d 0[,D...]] [-t N] [-r R]
- *             [--weights auto|bf16|fp8|q8|q4] [--quantize-lm-head] [--quantize-gdn-ab] [--fast-prefill] [--[no-]mmap]
+ *             [--weights auto|bf16|fp8|q8|q4] [--quantize-lm-head] [--quantize-gdn-ab] [--fast-prefill] [--fast-decode] [--[no-]mmap]
  *             [--isa auto] [--chunk N] [--bw-mib M] [--bw-every N] [--seed S] [--no-warmup]
  *             [--interleave] [--profile] [-o md|csv]`
  *
@@ -68,6 +68,7 @@ static void usage(FILE *f) {
             "  --quantize-lm-head  lm_head follows --weights too (default: kept as stored)\n"
             "  --quantize-gdn-ab   GDN in_proj_a / in_proj_b follow --weights too\n"
             "  --fast-prefill      bf16 activations in prefill matmuls\n"
+            "  --fast-decode       bf16 activations in decode matmuls of bf16 weights\n"
             "  --mmap, --no-mmap   matrices used as stored: read from the mmap / always copied into memory\n"
             "                      (default: copied when they fit)\n"
             "  --isa NAME          CPU kernel tier: auto | ref | avx2 | avx512 (default auto: $HYLA_ISA or best)\n"
@@ -422,7 +423,7 @@ HY_CMD(bench) {
     const char *dir = NULL, *weights = "auto", *isa = NULL, *fmt = "md";
     int pps[MAX_LIST] = {512}, n_pp = 1, tgs[MAX_LIST] = {128}, n_tg = 1, depths[MAX_LIST] = {0}, n_d = 1;
     int threads = 2, reps = 5, chunk = 0, bw_mib = 512, seed = 1, bw_every = 16;
-    bool warmup = true, fast_prefill = false, interleave = false, profile = false;
+    bool warmup = true, fast_prefill = false, fast_decode = false, interleave = false, profile = false;
     unsigned quant_flags = 0;
     hy_wres res = HY_WRES_AUTO;
     for (int i = 1; i < argc; i++) {
@@ -462,6 +463,8 @@ HY_CMD(bench) {
             quant_flags |= HY_QUANT_GDN_AB;
         } else if (!strcmp(a, "--fast-prefill")) {
             fast_prefill = true;
+        } else if (!strcmp(a, "--fast-decode")) {
+            fast_decode = true;
         } else if (!strcmp(a, "--mmap") || !strcmp(a, "--no-mmap")) {
             res = a[2] == 'm' ? HY_WRES_MMAP : HY_WRES_COPY;
         } else if (!strcmp(a, "--no-warmup")) {
@@ -526,7 +529,8 @@ HY_CMD(bench) {
     if (chunk == 0) chunk = HY_DEFAULT_MAX_CHUNK;
     b.chunk = chunk;
     hy_ctx_opts o = {.n_threads = threads, .max_chunk = chunk, .isa = isa, .weights = (hy_wreq)wreq,
-                     .quant_flags = quant_flags, .weights_res = res, .fast_prefill = fast_prefill};
+                     .quant_flags = quant_flags, .weights_res = res, .fast_prefill = fast_prefill,
+                     .fast_decode = fast_decode};
     if (hy_ctx_create(&b.ctx, m, &o, &err) || hy_seq_create(&b.seq, m, (int)cap, &err)) goto fail;
     const hy_gdn_state *gs = hy_seq_gdn_state(b.seq);
     if (hy_gdn_state_create(&b.snap, gs->n_layers, &gs->d, gs->conv_kernel, &err)) goto fail;
@@ -569,10 +573,11 @@ HY_CMD(bench) {
                                      : "",
            k->decode_weight_bytes / 1e9, k->linear_params / 1e9, k->lm_head_params / 1e9,
            k->gdn_state_bytes / 1e6, k->kv_bytes_per_pos / 1024.0);
-    printf("%skernels: %s%s%s%s%s, %d threads, %d reps (+%s warm-up), chunk %d%s%s%s, bandwidth measured before every rep "
+    printf("%skernels: %s%s%s%s%s, %d threads, %d reps (+%s warm-up), chunk %d%s%s%s%s, bandwidth measured before every rep "
            "on %d MiB%s\n",
            pre, hy_ctx_isa(b.ctx), hy_ctx_tune(b.ctx)[0] ? " (" : "", hy_ctx_tune(b.ctx),
            hy_ctx_tune(b.ctx)[0] ? " tuning)" : "", hy_ctx_amx(b.ctx) ? " + AMX" : "", threads, reps, warmup ? "1" : "no", chunk, fast_prefill ? ", fast prefill" : "",
+           fast_decode ? ", fast decode" : "",
            quant_flags & HY_QUANT_LM_HEAD ? ", quantized lm_head" : "",
            quant_flags & HY_QUANT_GDN_AB ? ", quantized GDN a/b" : "", bw_mib,
            bw_mib > 0 ? ", compute peaks before and after every pp rep" : "");

@@ -28,6 +28,22 @@
  *       first rounded to bf16 (round-to-nearest-even; FP8: w = fl32(e4m3·scale)), products
  *       summed in fp32 (vdpbf16ps). Kernels may use it only for T >= HY_MATMUL_GEMM_MIN_T
  *       tokens (decode keeps fp32 activations).
+ *   BF16 weights, HY_ACT_BF16_GEMV (opt-in "fast" decode, or-ed into either mode): calls of up
+ *       to HY_MATMUL_GEMV_MAX_T tokens compute the HY_ACT_BF16 sum too (x rounded to bf16,
+ *       exact products, fp32 sums; hy_act_rounds says when), one chain of vdpbf16ps steps per
+ *       output where the ISA has it (matmul_simd.inc), in the fp32 GEMV tiles elsewhere. Why:
+ *       a batched decode step of 8-32 sequences is bound by the fp32 FMAs, vdpbf16ps does two
+ *       products per lane in one.
+ *   FP8 weights, HY_ACT_BF16_GEMV, on tiers with vdpbf16ps (the avx512 tier; the others stay
+ *       exact): y = Σ_k ftz(e4m3(o,k))·bf16(fl32(scale(o,k)·2^120)·x(t,k))·2^-120, one chain of
+ *       vdpbf16ps steps per output, where ftz reads the subnormal codes (below 2^-6, under
+ *       1/28672 of the block's largest) as 0 (vdpbf16ps treats denormal bf16 inputs as 0, and
+ *       the codes go to it as bf16 bits of e4m3·2^-120); a row block whose scaled activations
+ *       are not finite takes the exact sum instead. Why: the one-token GEMV with fp32
+ *       activations converts 64 codes with 9 integer operations and 4 FMAs, which on a Zen 4
+ *       core streams ~30 GB/s from L2, no more than a core reads from DRAM in the fast minutes;
+ *       this one takes 5 and 2 vdpbf16ps, and a batched step half the FMAs.
+ *   Q8 / Q4 / row groups ignore the flag.
  *   Q8 / Q4: x(t,:) is quantized per group of 32 to int8 (hy_quant_act_row: scale amax/127,
  *       round-to-nearest-even); per group g the integer dot i_g = Σ q_w·q_x is exact, and
  *           acc = 0; for g in order: acc = fma((float)i_g, fl32(h(o,g)·s_x(t,g)), acc);
@@ -163,8 +179,8 @@ typedef struct hy_mat {
  * the block scales, if that call was on the same matrix and row block, and the AMX GEMM the
  * tokens it converted to bf16, if they fit one block of its tokens (else they do it again);
  * results are the same. */
-typedef enum hy_act { HY_ACT_F32 = 0, HY_ACT_BF16 = 1, HY_ACT_KEEP_X = 2 } hy_act;
-#define HY_ACT_MODE(a) ((hy_act)((a) & ~HY_ACT_KEEP_X))
+typedef enum hy_act { HY_ACT_F32 = 0, HY_ACT_BF16 = 1, HY_ACT_KEEP_X = 2, HY_ACT_BF16_GEMV = 4 } hy_act;
+#define HY_ACT_MODE(a) ((hy_act)((a) & HY_ACT_BF16))
 /* Bytes at the start of a scratch that the SIMD tiers keep for themselves (what the int8
  * path last quantized there, the FP8 GEMV scaled, the AMX GEMM converted to bf16;
  * kernels/cpu/matmul_blk.h); included in hy_matmul_scratch_bytes. */
@@ -177,6 +193,19 @@ typedef enum hy_act { HY_ACT_F32 = 0, HY_ACT_BF16 = 1, HY_ACT_KEEP_X = 2 } hy_ac
  * one pass over the weights for all the sequences; bench_streams measured it faster than the
  * GEMM at 8..32 tokens). Results are the same either way. */
 #define HY_MATMUL_GEMV_MAX_T 32
+
+/* Whether a call of T tokens is one the fast decode (HY_ACT_BF16_GEMV, or-ed in) applies to: up
+ * to HY_MATMUL_GEMV_MAX_T tokens, unless HY_ACT_BF16's GEMM takes the call. */
+static inline bool hy_act_gemv_bf16(hy_act a, int T) {
+    return (a & HY_ACT_BF16_GEMV) && T <= HY_MATMUL_GEMV_MAX_T && !((a & HY_ACT_BF16) && T >= HY_MATMUL_GEMM_MIN_T);
+}
+/* Whether a call of T tokens on weights of format fmt computes HY_ACT_BF16's sum (x and w
+ * rounded to bf16; the semantics above): from HY_MATMUL_GEMM_MIN_T tokens on with HY_ACT_BF16,
+ * any float format; BF16 weights in the calls of the fast decode. Q8 / Q4 follow their own
+ * rule whatever this says, FP8 under the fast decode its own (above). */
+static inline bool hy_act_rounds(hy_act a, hy_wfmt fmt, int T) {
+    return ((a & HY_ACT_BF16) && T >= HY_MATMUL_GEMM_MIN_T) || (fmt == HY_WFMT_BF16 && hy_act_gemv_bf16(a, T));
+}
 
 /* For o in [o0, o1), t in [0, T): d = W[o,:]·x[t*ldx + :]; y[t*ldy + o] = d, or += d when
  * accumulate. scratch: hy_matmul_scratch_bytes(W->cols) bytes, 64-byte aligned, private to

@@ -199,7 +199,8 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     c->n_threads = n_threads;
     c->ops = &c->kern.ops;
     c->gdn = c->kern.gdn;
-    c->act = opts && opts->fast_prefill ? HY_ACT_BF16 : HY_ACT_F32;
+    c->act = (hy_act)((opts && opts->fast_prefill ? HY_ACT_BF16 : HY_ACT_F32) |
+                      (opts && opts->fast_decode ? HY_ACT_BF16_GEMV : 0));
     if ((rc = hy_threadpool_create(&c->tp, n_threads, err))) {
         hy_ctx_free(c);
         return hy_err_wrap(err, "forward");

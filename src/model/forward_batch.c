@@ -190,7 +190,7 @@ int hy_forward_batch(hy_ctx *c, hy_seq **seqs, const int32_t *ids, int n, float 
                 return hy_err_set(err, HY_E_INVALID, "forward_batch: sequences %d and %d are the same", j, i);
     }
     const hy_act act = c->act;
-    c->act = HY_ACT_F32; /* decode semantics for every row, whatever the batch size */
+    c->act = (hy_act)(act & HY_ACT_BF16_GEMV); /* decode semantics for every row, whatever the batch size */
     for (int done = 0; done < n;) {
         int T = n - done < c->max_chunk ? n - done : c->max_chunk;
         c->bseqs = seqs + done;

@@ -52,6 +52,13 @@ done
   fail "profile csv run exited non-zero: $(tail -1 "$tmp/e.txt")"
 grep -q "^# profile,tg3,lm_head," "$tmp/p.csv" || fail "profile csv: no lm_head line"
 
+# --fast-decode: the header says so, the tg row is there, the logits stay finite
+"$HYLA_BIN" bench -m "$M" -p 0 -n 3 -r 1 --bw-mib 0 --weights fp8 --fast-decode >"$tmp/fd.txt" 2>"$tmp/e.txt" ||
+  fail "--fast-decode run exited non-zero: $(tail -1 "$tmp/e.txt")"
+grep -q "fast decode" "$tmp/fd.txt" || fail "--fast-decode: not in the header"
+grep -q "tg3" "$tmp/fd.txt" || fail "--fast-decode: no tg row"
+grep -q "logits: all finite" "$tmp/fd.txt" "$tmp/e.txt" || fail "--fast-decode: logits not finite"
+
 # the lm_head / GDN a,b selection flags in run's spelling and in bench's earlier short one: both
 # take lm_head into q8, so a token streams fewer weight bytes (csv column 9) than without
 wbytes() { "$HYLA_BIN" bench -m "$M" -p 0 -n 2 -r 1 --bw-mib 0 --weights q8 -o csv "$@" 2>"$tmp/e.txt" | awk -F, '/^tg2,/{print $9}'; }

@@ -32,6 +32,9 @@ p2=$(sed -n 's/^prompt \([0-9]*\) tokens.*/\1/p' "$tmp/c2")
 # the weight / kernel options of the token-id mode: q8 with bf16-activation prefill generates the -n tokens
 "$bin" run -m "$m" -p "Hello world" -n 8 --temp 0 --ignore-eos --weights q8 --fast-prefill --stats 2>"$tmp/q8" >/dev/null
 grep -q "generated 8 tokens" "$tmp/q8" || fail "--weights q8 --fast-prefill: $(cat "$tmp/q8")"
+# fp8 weights with bf16-activation decode (--fast-decode) generate the -n tokens too
+"$bin" run -m "$m" -p "Hello world" -n 8 --temp 0 --ignore-eos --weights fp8 --fast-decode --stats 2>"$tmp/f8" >/dev/null
+grep -q "generated 8 tokens" "$tmp/f8" || fail "--weights fp8 --fast-decode: $(cat "$tmp/f8")"
 # usage errors exit 2, runtime errors 1
 set +e
 "$bin" run -m "$m" -p "x" --weights q3 2>"$tmp/w" >/dev/null; [ $? -eq 2 ] || fail "bad --weights"

@@ -18,7 +18,9 @@
  *    their fp32 weights rounded to bf16 times x rounded to bf16, summed in double).
  *  - every tier: bit-identical across row splits, and the result for a token does not depend
  *    on T (one call of T tokens == T calls of one token), except HY_ACT_BF16 which only
- *    applies from HY_MATMUL_GEMM_MIN_T tokens on. */
+ *    applies from HY_MATMUL_GEMM_MIN_T tokens on, and HY_ACT_BF16_GEMV (the fast decode: BF16
+ *    weights against bf16 activations, vdpbf16ps where the tier has it, within the bf16 bound
+ *    above) which applies up to HY_MATMUL_GEMV_MAX_T tokens. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -194,7 +196,7 @@ static float *run_keep(hy_matmul_fn fn, const hy_mat *W, int T, const float *x, 
 }
 
 typedef struct stats {
-    double worst_ratio[HY_WFMT_COUNT][2]; /* err / (2^-24 Σ|wx|), per format and act mode */
+    double worst_ratio[HY_WFMT_COUNT][3]; /* err / (2^-24 Σ|wx|), per format and act mode (am below) */
     long cases;
 } stats;
 
@@ -226,11 +228,20 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
     const bool q = f == HY_WFMT_Q8 || f == HY_WFMT_Q4;
     bool any_amx = false; /* q8 / q4 take bf16 activations only on AMX (elsewhere the int8 path either way) */
     for (int ti = 0; ti < n_tiers; ti++) any_amx |= tier_amx[ti];
-    for (int am = 0; am < (q && !any_amx ? 1 : 2); am++) {
-        const hy_act act = am ? HY_ACT_BF16 : HY_ACT_F32;
+    /* am: 0 fp32 activations, 1 HY_ACT_BF16, 2 HY_ACT_BF16_GEMV (BF16 weights round x up to
+     * HY_MATMUL_GEMV_MAX_T tokens; every other format the same as fp32) */
+    for (int am = 0; am < 3; am++) {
+        if (am == 1 && q && !any_amx) continue;
+        const hy_act act = am == 1 ? HY_ACT_BF16 : am == 2 ? HY_ACT_BF16_GEMV : HY_ACT_F32;
         float *yref = run(hy_ref_matmul_mat, &o.m, T, x, ldx, act, NULL, 0, false, scratch);
+        /* FP8 under the fast decode: the reference computes the sum of the tiers with vdpbf16ps
+         * (the avx512 ones); the others stay exact */
+        const bool f8fast = am == 2 && f == HY_WFMT_FP8;
+        float *yref_x = f8fast ? run(hy_ref_matmul_mat, &o.m, T, x, ldx, HY_ACT_F32, NULL, 0, false, scratch) : NULL;
         const int ldy = rows + 3;
         for (int ti = 0; ti < n_tiers; ti++) {
+            const bool dp = !strncmp(tier_name[ti], "avx512", 6);
+            const float *yr = f8fast && !dp ? yref_x : yref;
             float *y = run(tier_fn[ti], &o.m, T, x, ldx, act, NULL, 0, false, scratch);
             float *ys = run(tier_fn[ti], &o.m, T, x, ldx, act, cut, ncut, false, scratch);
             assert_memory_equal(y, ys, sizeof(float) * (size_t)T * ldy);
@@ -240,7 +251,7 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                     assert_true(ya[(size_t)t * ldy + o2] == 0.5f + y[(size_t)t * ldy + o2]);
             const bool amx_keep = tier_amx[ti] && act == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T &&
                                   (q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G);
-            if (((q || f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act == HY_ACT_F32) || amx_keep) {
+            if (((q || f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act != HY_ACT_BF16) || amx_keep) {
                 /* HY_ACT_KEEP_X: the pieces reuse the activations the first one quantized (FP8:
                  * scaled, per row block; BF16: de-interleaved; AMX: converted to bf16); a call whose
                  * x differs from the previous call's (another buffer, or another ldx) quantizes again
@@ -301,20 +312,27 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                 const double bound = am ? (double)(cols + (cols + 7) / 8 + 8) : (double)((cols + 7) / 8 + 8) * 2.0;
                 for (int t = 0; t < T; t++)
                     for (int o2 = 0; o2 < rows; o2++) {
-                        const double e = fabs((double)y[(size_t)t * ldy + o2] - yref[(size_t)t * ldy + o2]);
+                        const double e = fabs((double)y[(size_t)t * ldy + o2] - yr[(size_t)t * ldy + o2]);
                         const double unit = 0x1p-24 * absum[(size_t)t * rows + o2];
                         const double ratio = unit > 0 ? e / unit : (e > 0 ? INFINITY : 0);
                         if (ratio > S->worst_ratio[f][am]) S->worst_ratio[f][am] = ratio;
                         if (!(ratio <= bound)) {
                             printf("%s %s act=%d %dx%d T=%d out %d tok %d: %.9g vs ref %.9g (ratio %.3g > %.3g)\n",
                                    tier_name[ti], hy_wfmt_name(f), am, rows, cols, T, o2, t,
-                                   (double)y[(size_t)t * ldy + o2], (double)yref[(size_t)t * ldy + o2], ratio, bound);
+                                   (double)y[(size_t)t * ldy + o2], (double)yr[(size_t)t * ldy + o2], ratio, bound);
                             fail();
                         }
                     }
             }
-            /* T-invariance: token by token equals the batch (fp32 activations, or any T for q) */
-            if (am == 0 && T > 1) {
+            if (am == 2 && (f == HY_WFMT_BF16 || (f == HY_WFMT_FP8 && dp)) && T <= HY_MATMUL_GEMV_MAX_T && cols >= 16) {
+                /* the fast decode did round: its sums differ from the fp32 ones */
+                float *y32 = run(tier_fn[ti], &o.m, T, x, ldx, HY_ACT_F32, NULL, 0, false, scratch);
+                assert_true(memcmp(y, y32, sizeof(float) * (size_t)T * ldy) != 0);
+                free(y32);
+            }
+            /* T-invariance: token by token equals the batch (fp32 activations, or any T for q; the
+             * fast decode up to HY_MATMUL_GEMV_MAX_T tokens) */
+            if ((am == 0 || (am == 2 && T <= HY_MATMUL_GEMV_MAX_T)) && T > 1) {
                 float *y1 = malloc(sizeof(float) * (size_t)ldy);
                 for (int t = 0; t < T; t += (T > 16 ? 7 : 1)) {
                     tier_fn[ti](&o.m, 1, x + (size_t)t * ldx, (size_t)ldx, y1, (size_t)ldy, 0, rows, false, act,
@@ -332,6 +350,7 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
         assert_memory_equal(yref, yrs, sizeof(float) * (size_t)T * ldy);
         free(yrs);
         free(yref);
+        free(yref_x);
     }
     S->cases++;
     free(wr);
@@ -373,8 +392,8 @@ static void test_formats(void **st) {
         else if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4 || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)
             printf("  %-5s bit-identical to the reference\n", hy_wfmt_name((hy_wfmt)f));
         else
-            printf("  %-5s fp32 act %.3g, bf16 act %.3g\n", hy_wfmt_name((hy_wfmt)f), S.worst_ratio[f][0],
-                   S.worst_ratio[f][1]);
+            printf("  %-5s fp32 act %.3g, bf16 act %.3g, bf16 GEMV act %.3g\n", hy_wfmt_name((hy_wfmt)f),
+                   S.worst_ratio[f][0], S.worst_ratio[f][1], S.worst_ratio[f][2]);
     }
 }
 
@@ -597,6 +616,9 @@ static void fp8_large_x_case(const int R, const int C) {
     void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(C), 1);
     const int ldy = R + 3;
     float *yref = run(hy_ref_matmul_mat, &o.m, T, x, C, HY_ACT_F32, NULL, 0, false, scratch);
+    /* token 0 alone under the fast decode: finite, so the bf16 sum (on 8250 columns the one-token
+     * tile of long rows) */
+    float *yfast = run(hy_ref_matmul_mat, &o.m, 1, x, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
     for (int ti = 0; ti < n_tiers; ti++) {
         float *one = malloc(sizeof(float) * T * ldy);
         for (int t = 0; t < T; t++) {
@@ -609,9 +631,31 @@ static void fp8_large_x_case(const int R, const int C) {
             assert_memory_equal(y, one, sizeof(float) * (size_t)nt * ldy);
             free(y);
         }
+        /* the fast decode (HY_ACT_BF16_GEMV): a call with token 1, whose x·scale·2^120
+         * overflows, takes the exact sum in every row block, as the reference does */
+        for (int t0 = 0; t0 < 2; t0++) {
+            float *y = run(tier_fn[ti], &o.m, 3 - 2 * t0, x + (size_t)t0 * C, C, HY_ACT_BF16_GEMV, NULL, 0, false,
+                           scratch);
+            assert_memory_equal(y, one + (size_t)t0 * ldy, sizeof(float) * (size_t)(3 - 2 * t0) * ldy);
+            free(y);
+        }
+        /* finite tokens 2..4: batched == one at a time under the fast decode too */
+        float *y3 = run(tier_fn[ti], &o.m, 3, x + 2 * (size_t)C, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
+        for (int t = 0; t < 3; t++) {
+            float *y1 = run(tier_fn[ti], &o.m, 1, x + (size_t)(2 + t) * C, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
+            assert_memory_equal(y1, y3 + (size_t)t * ldy, sizeof(float) * R);
+            free(y1);
+        }
+        free(y3);
+        float *yq = run(tier_fn[ti], &o.m, 1, x, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
+        const bool dp = !strncmp(tier_name[ti], "avx512", 6);
+        assert_true(!memcmp(yq, one, sizeof(float) * R) == !dp); /* rounded where the tier has vdpbf16ps */
         float *wr = malloc(sizeof(float) * C);
         for (int r = 0; r < R; r++) {
             hy_mat_row_f32(&o.m, r, wr); /* the weights as the formula sees them */
+            double ab0 = 0;
+            for (int k = 0; k < C; k++) ab0 += fabs((double)wr[k] * x[k]);
+            assert_true(fabs((double)yq[r] - (dp ? yfast : yref)[r]) <= (C + (C + 7) / 8 + 8) * 0x1p-24 * ab0);
             for (int t = 0; t < T; t++) {
                 double ab = 0;
                 for (int k = 0; k < C; k++) ab += fabs((double)wr[k] * x[(size_t)t * C + k]);
@@ -621,9 +665,15 @@ static void fp8_large_x_case(const int R, const int C) {
         }
         free(wr);
         free(one);
+        free(yq);
     }
-    printf("fp8 %dx%d with activations of 1e9: batched == one token at a time on every tier, within bound of the ref\n",
+    printf("fp8 %dx%d with activations of 1e9: batched == one token at a time on every tier, within bound of the ref; "
+           "the fast decode exact where they overflow, within the bf16 bound of the ref's where not\n",
            R, C);
+    free(yfast);
+    float *yf = run(hy_ref_matmul_mat, &o.m, 3, x, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
+    assert_memory_equal(yf, yref, sizeof(float) * 3 * ldy);
+    free(yf);
     free(yref);
     hy_free(scratch);
     owned_free(&o);
@@ -639,7 +689,7 @@ static void test_fp8_large_x(void **st) {
 
 /* BF16 column panels (matmul.h): the same matrix stored row-major and in panels gives
  * bit-identical results on every tier (ref included), for one token, the GEMV tiles, the GEMM
- * with fp32 and with bf16 activations, in split row ranges and accumulating; hy_mat_row_f32
+ * with fp32 and with bf16 activations, the fast decode's bf16 GEMV, in split row ranges and accumulating; hy_mat_row_f32
  * reads the same rows; hy_mat_data_offset points at the rows' start in the first panel. */
 static void test_bf16_panels(void **st) {
     (void)st;
@@ -675,7 +725,7 @@ static void test_bf16_panels(void **st) {
             void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(cols), 1);
             for (int ti2 = -1; ti2 < n_tiers; ti2++) {
                 const hy_matmul_fn fn = ti2 < 0 ? hy_ref_matmul_mat : tier_fn[ti2];
-                for (int act = 0; act < 2; act++)
+                for (int act = 0; act <= HY_ACT_BF16_GEMV; act += act ? 3 : 1) /* f32, bf16, bf16 GEMV */
                     for (int acc = 0; acc < 2; acc++) {
                         float *ya = run(fn, &o.m, T, x, ldx, (hy_act)act, cuts, 1, acc, scratch);
                         float *yb = run(fn, &P, T, x, ldx, (hy_act)act, cuts, acc ? 0 : 1, acc, scratch);

@@ -5,7 +5,9 @@
  * through hy_forward: logits and positions are bit-identical (tolerance 0: the matmuls' order
  * per output does not depend on T, and every per-token kernel gets the arguments of a solo
  * step), for every kernel tier, 1 and 2 threads, and with fast_prefill on (batches >= 8 rows
- * must keep fp32 activations). Bad batches (repeated or full sequences, bad ids) fail and
+ * must keep fp32 activations), and with fast_decode on (bf16 activations in the GEMVs of bf16
+ * matrices, batched or not: the same per-output chains at any batch size up to
+ * HY_MATMUL_GEMV_MAX_T). Bad batches (repeated or full sequences, bad ids) fail and
  * change nothing.
  */
 #include <setjmp.h>
@@ -89,10 +91,11 @@ static void check_model(const char *rel) {
     for (int k = 0; k < n_isas; k++)
         for (int th = 1; th <= 2; th++)
             for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
-                hy_ctx_opts o = {.n_threads = th, .isa = isas[k], .fast_prefill = ns[j] >= 8};
+                hy_ctx_opts o = {.n_threads = th, .isa = isas[k], .fast_prefill = ns[j] >= 8,
+                                 .fast_decode = ns[j] == 3 || ns[j] == 16};
                 double e = run_case(m, &o, ns[j]);
-                printf("%-13s %-6s threads %d n %2d%s batched vs one by one max|d| = %g\n", rel, isas[k], th, ns[j],
-                       o.fast_prefill ? " (fast_prefill)" : "", e);
+                printf("%-13s %-6s threads %d n %2d%s%s batched vs one by one max|d| = %g\n", rel, isas[k], th,
+                       ns[j], o.fast_prefill ? " (fast_prefill)" : "", o.fast_decode ? " (fast_decode)" : "", e);
             }
     hy_model_free(m);
 }

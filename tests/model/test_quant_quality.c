@@ -80,7 +80,7 @@
 typedef struct cfg {
     const char *name;
     hy_ctx_opts o;
-    double min_top1, max_mean_kl;
+    double min_top1, max_mean_kl; /* fast_decode rows feed the prompts a token per step (decode) */
 } cfg;
 
 typedef struct acc {
@@ -119,12 +119,19 @@ static void add_rows(acc *A, const float *ref, const float *got, int rows, int V
     }
 }
 
-static float *run(hy_ctx *ctx, hy_seq *seq, const int32_t *ids, int n, int V) {
+static float *run_steps(hy_ctx *ctx, hy_seq *seq, const int32_t *ids, int n, int V, bool one_by_one) {
     hy_err err;
     float *lg = malloc(sizeof(float) * (size_t)n * V);
     hy_seq_reset(seq);
-    assert_int_equal(hy_forward(ctx, seq, ids, n, lg, true, &err), 0);
+    if (one_by_one)
+        for (int i = 0; i < n; i++)
+            assert_int_equal(hy_forward(ctx, seq, ids + i, 1, lg + (size_t)i * V, true, &err), 0);
+    else assert_int_equal(hy_forward(ctx, seq, ids, n, lg, true, &err), 0);
     return lg;
+}
+
+static float *run(hy_ctx *ctx, hy_seq *seq, const int32_t *ids, int n, int V) {
+    return run_steps(ctx, seq, ids, n, V, false);
 }
 
 typedef struct prompt_set {
@@ -195,7 +202,7 @@ static void quality_table(const char *label, const hy_model *m, const prompt_set
             npos++;
         }
         for (int c = 0; c < nc; c++) {
-            float *lg = run(ctx[c], seq, ps->ids[pi], n, V);
+            float *lg = run_steps(ctx[c], seq, ps->ids[pi], n, V, cfgs[c].o.fast_decode);
             for (int i = 0; i < n * V; i++) lg[i] *= (float)temp_mul;
             add_rows(&A[c], base, lg, n, V);
             free(lg);
@@ -244,6 +251,7 @@ static void test_quality_fixtures(void **st) {
     const cfg cfgs[] = {
         {"fp32, ref tier", {.n_threads = 2, .isa = "ref"}, 0.99, 1e-8},
         {"bf16 act prefill", {.n_threads = 2, .fast_prefill = true}, 0.99, 1e-4},
+        {"bf16 act decode", {.n_threads = 2, .fast_decode = true}, 0.99, 1e-4},
         {"bf16 (all)", ALLQ(HY_WEIGHTS_BF16), 0.99, 1e-4},
         {"fp8 (all)", ALLQ(HY_WEIGHTS_FP8), 0.85, 0.01},
         {"q8 (all)", ALLQ(HY_WEIGHTS_Q8), 0.95, 1e-3},
@@ -251,6 +259,7 @@ static void test_quality_fixtures(void **st) {
         {"fp8 (selective)", SELQ(HY_WEIGHTS_FP8), 0.85, 0.01},
         {"q8 (selective)", SELQ(HY_WEIGHTS_Q8), 0.95, 1e-3},
         {"q4 (selective)", SELQ(HY_WEIGHTS_Q4), 0.60, 0.1},
+        {"fp8 (sel.) decode", {.n_threads = 2, .weights = HY_WEIGHTS_FP8, .fast_decode = true}, 0.85, 0.01},
     };
     printf("| model            | weights           | pos   | mean KL   | max KL    | top-1  | B/w   |\n");
     quality_model("tiny-text-bf16", cfgs, (int)(sizeof cfgs / sizeof cfgs[0]));
@@ -264,6 +273,7 @@ static void test_quality_trained(void **st) {
     (void)st;
     const cfg cfgs[] = { /* (no scalar "ref tier" row: test_golden covers the tiers; it is slow here) */
         {"bf16 act prefill", {.n_threads = 2, .fast_prefill = true}, 0.995, 1e-5},
+        {"bf16 act decode", {.n_threads = 2, .fast_decode = true}, 0.995, 1e-5},
         {"bf16 (all)", ALLQ(HY_WEIGHTS_BF16), 0.99, 1e-4},
         {"fp8 (all)", ALLQ(HY_WEIGHTS_FP8), 0.97, 1.5e-3},
         {"q8 (all)", ALLQ(HY_WEIGHTS_Q8), 0.985, 2e-4},
@@ -271,6 +281,7 @@ static void test_quality_trained(void **st) {
         {"fp8 (selective)", SELQ(HY_WEIGHTS_FP8), 0.98, 1e-3},
         {"q8 (selective)", SELQ(HY_WEIGHTS_Q8), 0.985, 1.5e-4},
         {"q4 (selective)", SELQ(HY_WEIGHTS_Q4), 0.94, 0.01},
+        {"fp8 (sel.) decode", {.n_threads = 2, .weights = HY_WEIGHTS_FP8, .fast_decode = true}, 0.98, 1e-3},
     };
     printf("| model            | weights           | pos   | mean KL   | max KL    | top-1  | B/w   |\n");
     quality_model("tiny-trained-bf16", cfgs, (int)(sizeof cfgs / sizeof cfgs[0]));

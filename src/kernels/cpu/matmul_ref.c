@@ -345,7 +345,7 @@ void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float
         }
         return;
     }
-    const bool bf16 = HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T;
+    const bool bf16 = hy_act_rounds(act, W->fmt, T);
     if (W->fmt == HY_WFMT_BF16G || W->fmt == HY_WFMT_FP8G) {
         /* one fma chain per output over the columns in order (matmul.h): the SIMD tiers' bits;
          * FP8G: the codes times fl32(scale·x), with either activation mode */
@@ -363,14 +363,23 @@ void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float
     }
     float *row = scratch;
     if (W->fmt == HY_WFMT_FP8 && !bf16) {
-        /* e4m3 codes times x already multiplied by the block scales (matmul.h) */
+        /* e4m3 codes times x already multiplied by the block scales (matmul.h); the fast decode
+         * (the avx512 tier's sum): subnormal codes as 0, times bf16(x·scale·2^120)·2^-120, unless
+         * some token's x·scale·2^120 in the row block is not finite */
+        const bool fast = hy_act_gemv_bf16(act, T);
         float lut[256], *xs = row + ALIGN_UP((size_t)n, 16);
         for (int i = 0; i < 256; i++) lut[i] = hy_fp8_e4m3_to_f32((uint8_t)i);
         for (int o = o0; o < o1; o++) {
+            bool f = fast;
+            for (int t = 0; t < T && f; t++)
+                for (int k = 0; k < n && f; k++) f = isfinite(x[(size_t)t * ldx + k] * (fp8_scale(W, o, k) * 0x1p120f));
             const uint8_t *p = (const uint8_t *)W->data + (size_t)o * n;
-            for (int k = 0; k < n; k++) row[k] = lut[p[k]];
+            for (int k = 0; k < n; k++) row[k] = !f ? lut[p[k]] : (p[k] & 0x78) ? lut[p[k]] * 0x1p-120f : 0.0f;
             for (int t = 0; t < T; t++) {
-                for (int k = 0; k < n; k++) xs[k] = x[(size_t)t * ldx + k] * fp8_scale(W, o, k);
+                for (int k = 0; k < n; k++) {
+                    const float xk = x[(size_t)t * ldx + k];
+                    xs[k] = f ? hy_round_bf16(xk * (fp8_scale(W, o, k) * 0x1p120f)) : xk * fp8_scale(W, o, k);
+                }
                 put(y + (size_t)t * ldy + o, dot_f32(row, xs, n, false), accumulate);
             }
         }
