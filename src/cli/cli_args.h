@@ -21,7 +21,7 @@ int hy_cli_parse_int(const char *opt, const char *s, long lo, long hi, int *out)
  *   --quantize-gdn-ab               linear_attn.in_proj_a/b follow --weights too
  *   --isa ref|avx2|avx512|auto      kernel tier (default: $HYLA_ISA, else the best)
  *   --fast-prefill                  bf16 activations in prefill matmuls
- *   --fast-decode                   bf16 activations in the decode GEMVs of bf16 matrices
+ *   --fast-decode                   bf16 activations in the decode GEMVs of bf16 / fp8 matrices
  *   --mmap / --no-mmap              matrices used as stored: read from the mmap / always copied
  * If argv[*i] is one of them, consumes it (and its value), fills o and returns 1; returns 0
  * for anything else and -1 (after a message) for a bad value. */
@@ -33,7 +33,7 @@ int hy_cli_ctx_opt(int argc, char **argv, int *i, hy_ctx_opts *o);
     "  --quantize-lm-head, --quantize-gdn-ab   convert lm_head / in_proj_a,b too\n"                                   \
     "  --isa T           kernels: ref | avx2 | avx512 | auto (default $HYLA_ISA, else the best)\n"                   \
     "  --fast-prefill    bf16 activations in prefill matmuls (faster, less exact)\n"                              \
-    "  --fast-decode     bf16 activations in decode matmuls of bf16 weights (faster batches, less exact)\n"    \
+    "  --fast-decode     bf16 activations in decode matmuls of bf16 / fp8 weights (faster, less exact)\n"              \
     "  --mmap, --no-mmap matrices used as stored: read in place from the mmap (least memory) / always\n"         \
     "                    copied into memory (default: copied when they fit, faster decode)\n"
 

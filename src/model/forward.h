@@ -51,7 +51,7 @@ typedef struct hy_ctx_opts {
     hy_wres weights_res;  /* matrices used as stored: copied into memory or read from the mmap */
     bool fast_prefill;    /* bf16 activations in prefill matmuls (HY_ACT_BF16, kernels/matmul.h); decode
                              and results of steps under HY_MATMUL_GEMM_MIN_T tokens are unchanged */
-    bool fast_decode;     /* bf16 activations in the GEMVs of bf16 matrices (HY_ACT_BF16_GEMV): decode
+    bool fast_decode;     /* bf16 activations in the GEMVs of bf16 / fp8 matrices (HY_ACT_BF16_GEMV): decode
                              steps and steps of up to HY_MATMUL_GEMV_MAX_T tokens, batched or not */
 } hy_ctx_opts;
 

@@ -372,7 +372,8 @@ void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float
         for (int o = o0; o < o1; o++) {
             bool f = fast;
             for (int t = 0; t < T && f; t++)
-                for (int k = 0; k < n && f; k++) f = isfinite(x[(size_t)t * ldx + k] * (fp8_scale(W, o, k) * 0x1p120f));
+                for (int k = 0; k < n && f; k++)
+                    f = isfinite(x[(size_t)t * ldx + k] * (fp8_scale(W, o, k) * 0x1p120f));
             const uint8_t *p = (const uint8_t *)W->data + (size_t)o * n;
             for (int k = 0; k < n; k++) row[k] = !f ? lut[p[k]] : (p[k] & 0x78) ? lut[p[k]] * 0x1p-120f : 0.0f;
             for (int t = 0; t < T; t++) {
