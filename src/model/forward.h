@@ -52,7 +52,8 @@ typedef struct hy_ctx_opts {
     bool fast_prefill;    /* bf16 activations in prefill matmuls (HY_ACT_BF16, kernels/matmul.h); decode
                              and results of steps under HY_MATMUL_GEMM_MIN_T tokens are unchanged */
     bool fast_decode;     /* bf16 activations in the GEMVs of bf16 / fp8 matrices (HY_ACT_BF16_GEMV): decode
-                             steps and steps of up to HY_MATMUL_GEMV_MAX_T tokens, batched or not */
+                             steps and steps of up to HY_MATMUL_GEMV_MAX_T tokens, batched or not; where
+                             the kernels have it (kernels/matmul.h: not the Intel instance's row groups) */
 } hy_ctx_opts;
 
 /* Validates the model (shapes, dtypes: matrices F32/BF16/F16 used in place, F8_E4M3 with
