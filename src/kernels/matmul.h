@@ -43,7 +43,12 @@
  *       activations converts 64 codes with 9 integer operations and 4 FMAs, which on a Zen 4
  *       core streams ~30 GB/s from L2, no more than a core reads from DRAM in the fast minutes;
  *       this one takes 5 and 2 vdpbf16ps, and a batched step half the FMAs.
- *   Q8 / Q4 / row groups ignore the flag.
+ *   BF16G weights, HY_ACT_BF16_GEMV, on the AMX instance (hy_matmul_avx512_amx): the sums of
+ *       HY_ACT_BF16 on AMX (below: x rounded to bf16, TDPBF16PS's order), for every call of up to
+ *       HY_MATMUL_GEMV_MAX_T tokens; calls of few tokens compute them with fp32 FMAs, bit for bit
+ *       (kernels/cpu/matmul_amx.c). Why: a batched step of 8-32 sequences reads the weights
+ *       once for 8-32 tokens of products, which the tiles compute 1.4-2.3x as fast.
+ *   Q8 / Q4 / other row groups ignore the flag.
  *   Q8 / Q4: x(t,:) is quantized per group of 32 to int8 (hy_quant_act_row: scale amax/127,
  *       round-to-nearest-even); per group g the integer dot i_g = Σ q_w·q_x is exact, and
  *           acc = 0; for g in order: acc = fma((float)i_g, fl32(h(o,g)·s_x(t,g)), acc);
@@ -58,9 +63,11 @@
  *   the column pairs: kernels/cpu/matmul_gemm.inc. It too depends on the column count only.
  *   BF16G, the row-group layout below, fixes the order for every kernel: one fma chain per
  *   output in column order, so its results are bit-identical across tiers too; except
- *   HY_ACT_BF16 on AMX (hy_matmul_avx512_amx, kernels/cpu/matmul_amx.c): one fp32 accumulator
- *   per output over tile steps of 32 columns, each step the hardware's TDPBF16PS, bf16
- *   denormals read as zero. That order too depends on the column count only.)
+ *   HY_ACT_BF16 on AMX (hy_matmul_avx512_amx, kernels/cpu/matmul_amx.c), and its fast decode
+ *   of BF16G: one fp32 accumulator per output over steps of 32 columns (zero padded), each
+ *   step what TDPBF16PS computes (Intel SDM): with denormal inputs read as zero and denormal
+ *   results flushed, an fma chain from zero over the step's even columns and one over its odd
+ *   columns, acc = acc + (even + odd). That order too depends on the column count only.)
  *
  * Threading: a call computes rows [o0, o1) for all T tokens and touches only those outputs
  * and its own scratch (hy_matmul_scratch_bytes, one buffer per thread). Callers split rows;
@@ -202,7 +209,8 @@ static inline bool hy_act_gemv_bf16(hy_act a, int T) {
 /* Whether a call of T tokens on weights of format fmt computes HY_ACT_BF16's sum (x and w
  * rounded to bf16; the semantics above): from HY_MATMUL_GEMM_MIN_T tokens on with HY_ACT_BF16,
  * any float format; BF16 weights in the calls of the fast decode. Q8 / Q4 follow their own
- * rule whatever this says, FP8 under the fast decode its own (above). */
+ * rule whatever this says, FP8 under the fast decode its own, BF16G under the AMX instance's
+ * fast decode its own (above). */
 static inline bool hy_act_rounds(hy_act a, hy_wfmt fmt, int T) {
     return ((a & HY_ACT_BF16) && T >= HY_MATMUL_GEMM_MIN_T) || (fmt == HY_WFMT_BF16 && hy_act_gemv_bf16(a, T));
 }

@@ -2,7 +2,9 @@
  * The avx512 tier's Intel matmul instance with AMX (Advanced Matrix Extensions, Sapphire Rapids
  * and later): hy_matmul_avx512_amx() is hy_matmul_avx512_intel() except that row groups
  * (HY_WFMT_BF16G, HY_WFMT_FP8G) and int8 blocks (Q8, Q4) with bf16 activations (HY_ACT_BF16,
- * the opt-in fast prefill) from HY_MATMUL_GEMM_MIN_T tokens on go through TDPBF16PS tiles. kernels/cpu/dispatch.c picks
+ * the opt-in fast prefill) from HY_MATMUL_GEMM_MIN_T tokens on go through TDPBF16PS tiles, and
+ * so do BF16G matrices under the fast decode (HY_ACT_BF16_GEMV, up to HY_MATMUL_GEMV_MAX_T tokens;
+ * the fewest with fp32 FMAs in the tiles' order, below). kernels/cpu/dispatch.c picks
  * it where the CPU has AMX-BF16 and the OS granted this process the tile state
  * (hy_cpu_amx_permit).
  *
@@ -16,9 +18,11 @@
  * the fp32 FMAs.
  *
  * Order (matmul.h, HY_ACT_BF16 with AMX): per (row, token) one fp32 accumulator over the column
- * blocks of 32 in order; within a block the hardware's TDPBF16PS (pairs of products, bf16
- * denormals read as zero, denormal results flushed). It depends on the column count only, so
- * results do not depend on T (from HY_MATMUL_GEMM_MIN_T on), the row range or the thread.
+ * blocks of 32 in order; within a block the hardware's TDPBF16PS (as the Intel SDM gives it: an
+ * fma chain from zero over the even columns and one over the odd, acc += even + odd, bf16
+ * denormals read as zero, denormal results flushed; test_matmul_simd checks it bit for bit
+ * against a scalar form). It depends on the column count only, so results do not depend on T
+ * (from HY_MATMUL_GEMM_MIN_T on; under the fast decode any T), the row range or the thread.
  *
  * BF16G needs no repacking: 16 consecutive column pairs of a row group are 16 x 64 contiguous
  * bytes, dword i of row j = row i's columns 2j, 2j+1, which is exactly the B operand of a tile
@@ -277,6 +281,281 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
     _tile_release();
 }
 
+/* ---- The fast decode (HY_ACT_BF16_GEMV) on BF16G: up to HY_MATMUL_GEMV_MAX_T tokens ----
+ * The sum of every (row, token) is amx_gemm's chain of TDPBF16PS steps of 32 columns, so results
+ * are those of the fast prefill and do not depend on T. 5-32 tokens go through the tiles
+ * (amx_gemv): the A tiles hold exactly the call's tokens (5-16: one tile and four row groups a
+ * pass; 17-32: two tiles and two groups), the C tiles stay in the tiles over all the columns,
+ * and the weights are tile-loaded where they lie (amx_gemm, which pads the tokens to 32, parks
+ * its accumulators in memory between column blocks and converts the tokens per call, ran the
+ * 0.8B at one token at 0.65x the fp32 GEMV). 1-4 tokens compute the same sums with fp32 FMAs
+ * (amx_emu, below): a core running tile instructions runs everything else slower too (this
+ * machine: a scalar loop 20-30% slower while a tile product came every 64-16384 of its
+ * iterations), and the one-token decode through the tiles streamed its weights at 0.88-0.92 of
+ * the fp32 GEMV's speed (hyla bench tg64, 0.8B, alternated; software prefetch or touching the
+ * lines with vector loads first did not help), 0.96-0.98 with amx_emu.
+ * Engine, 0.8B bf16, 2 threads, bench_streams tok/s fast decode against the exact one, same
+ * run: 1 stream 20.1 / 21.2, 2 39.2 / 36.6, 4 69.3 / 66.4, 5 87.5 / 77.4, 8 129.7 / 94.9,
+ * 16 216.9 / 123.1, 32 316.6 / 140.3. FP8G keeps its exact sums under the flag: through the
+ * tiles (amx_conv_fp8g per call) one token ran at 0.49x its exact GEMV, 8 at 0.87x. */
+
+/* prefetch distance of the tile GEMV's weight streams (2048: 0.90-0.92 of the fp32 GEMV at one
+ * token; none 0.88-0.90, 8192 0.80) */
+#define AMX_PF 2048
+
+/* x's T tokens as bf16, [T][kp] (kp: K up to whole tile steps, zero padded) */
+static void amx_pack_rows(const float *x, size_t ldx, int T, int K, int kp, uint16_t *xs) {
+    for (int t = 0; t < T; t++) {
+        const float *s = x + (size_t)t * ldx;
+        uint16_t *d = xs + (size_t)t * kp;
+        for (int k = 0; k < kp; k += 32) {
+            const int n = K - k;
+            const __m512 lo = n >= 16 ? _mm512_loadu_ps(s + k)
+                                      : _mm512_maskz_loadu_ps((__mmask16)((1u << (n > 0 ? n : 0)) - 1u), s + k);
+            const __m512 hi = n >= 32 ? _mm512_loadu_ps(s + k + 16)
+                              : n > 16 ? _mm512_maskz_loadu_ps((__mmask16)((1u << (n - 16)) - 1u), s + k + 16)
+                                       : _mm512_setzero_ps();
+            _mm512_storeu_si512(d + k, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+        }
+    }
+}
+
+/* tiles for T tokens: C 0-3, A 4 (and 5 from 17 tokens on), B 5-7 (6-7) */
+static void amx_config_gemv(int T) {
+    amx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    const int t0 = T > 16 ? 16 : T, t1 = T > 16 ? T - 16 : 0;
+    for (int i = 0; i < 8; i++) c.colsb[i] = 64, c.rows[i] = 16;
+    if (t1) {
+        c.rows[0] = c.rows[1] = c.rows[4] = (uint8_t)t0;
+        c.rows[2] = c.rows[3] = c.rows[5] = (uint8_t)t1;
+    } else {
+        c.rows[0] = c.rows[1] = c.rows[2] = c.rows[3] = c.rows[4] = (uint8_t)t0;
+    }
+    _tile_loadconfig(&c);
+}
+
+/* ns steps of 32 columns: step s of group i at b[i] + s·1024 (the last step at tail[i] where
+ * tail[0] is not NULL); the tokens' columns at xa + s·32 (tokens xld elements apart) */
+static inline void amx_gemv_steps(const unsigned char *const b[4], const unsigned char *const tail[4], int ng, bool two,
+                                  int ns, const uint16_t *xa, size_t xld) {
+    const size_t ld = xld * 2;
+    for (int s = 0; s < ns; s++) {
+        const bool last = s == ns - 1 && tail[0];
+#define AMX_B(i) (last ? tail[i] : b[i] + (size_t)s * 1024)
+        for (int i = 0; i < ng; i++)
+            for (int l = 0; l < 16; l++)
+                _mm_prefetch((const char *)b[i] + (size_t)s * 1024 + AMX_PF + l * 64, _MM_HINT_T0);
+        _tile_loadd(4, xa + (size_t)s * AMX_KS, ld);
+        if (two) {
+            _tile_loadd(5, xa + 16 * xld + (size_t)s * AMX_KS, ld);
+            _tile_loadd(6, AMX_B(0), 64);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(2, 5, 6);
+            if (ng > 1) {
+                _tile_loadd(7, AMX_B(1), 64);
+                _tile_dpbf16ps(1, 4, 7);
+                _tile_dpbf16ps(3, 5, 7);
+            }
+        } else {
+            _tile_loadd(5, AMX_B(0), 64);
+            _tile_dpbf16ps(0, 4, 5);
+            if (ng > 1) {
+                _tile_loadd(6, AMX_B(1), 64);
+                _tile_dpbf16ps(1, 4, 6);
+            }
+            if (ng > 2) {
+                _tile_loadd(7, AMX_B(2), 64);
+                _tile_dpbf16ps(2, 4, 7);
+            }
+            if (ng > 3) {
+                _tile_loadd(5, AMX_B(3), 64);
+                _tile_dpbf16ps(3, 4, 5);
+            }
+        }
+#undef AMX_B
+    }
+}
+
+/* Rows [max(rb, o0), min(re, o1)) of a pass's results c ([token][cld] floats, row rb first) into y. */
+static void amx_put_rows(const float *c, size_t cld, int T, int rb, int re, int o0, int o1, float *y, size_t ldy,
+                         bool accumulate) {
+    const int r0 = rb > o0 ? rb : o0, r1 = re < o1 ? re : o1;
+    for (int t = 0; t < T; t++) {
+        const float *p = c + (size_t)t * cld - rb;
+        float *d = y + (size_t)t * ldy;
+        for (int r = r0; r < r1; r += 16) {
+            const __mmask16 m = (__mmask16)(r1 - r >= 16 ? 0xffffu : (1u << (r1 - r)) - 1u);
+            __m512 v = _mm512_maskz_loadu_ps(m, p + r);
+            if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, d + r));
+            _mm512_mask_storeu_ps(d + r, m, v);
+        }
+    }
+}
+
+/* The groups' last step (pairs [jt, npair) of each, zero padded to 16) in tbuf, 1 KiB a group;
+ * tail[i] points there, or every tail[i] is NULL where the groups have whole steps. */
+static void amx_tails(const hy_mat *W, int g0, int ng, int jt, unsigned char *tbuf, const unsigned char *tail[4]) {
+    const int npair = (W->cols + 1) / 2;
+    for (int i = 0; i < 4; i++) tail[i] = NULL;
+    if (jt + AMX_KS / 2 <= npair) return;
+    memset(tbuf, 0, (size_t)ng * 1024);
+    for (int i = 0; i < ng; i++) {
+        const unsigned char *src = (const unsigned char *)W->data + ((size_t)(g0 + i) * (size_t)npair + (size_t)jt) * 64;
+        memcpy(tbuf + (size_t)i * 1024, src, (size_t)(npair - jt) * 64);
+        tail[i] = tbuf + (size_t)i * 1024;
+    }
+}
+
+static void amx_gemv(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
+                     bool accumulate, bool packed, void *scratch) {
+    const bool two = T > 16;
+    const int K = W->cols, npair = (K + 1) / 2, kp = (K + AMX_KS - 1) / AMX_KS * AMX_KS, gp = two ? 2 : 4;
+    const size_t gstride = (size_t)npair * 64;
+    float *cbuf = scratch; /* the C tiles of a pass: [32 tokens][64 rows] */
+    unsigned char *tbuf = (unsigned char *)scratch + (size_t)MG_NB * MG_AMX_MC * 4;
+    uint16_t *xs = (uint16_t *)(tbuf + (size_t)MG_AMX_MC * MG_KC * 2);
+    if (!packed) amx_pack_rows(x, ldx, T, K, kp, xs);
+    amx_config_gemv(T);
+    const int gend = (o1 + HY_G_ROWS - 1) / HY_G_ROWS;
+    for (int g0 = o0 / HY_G_ROWS; g0 < gend; g0 += gp) {
+        const int ng = gend - g0 < gp ? gend - g0 : gp;
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+        for (int kb = 0; kb * MG_KC < K; kb++) {
+            const int kc = K - kb * MG_KC < MG_KC ? K - kb * MG_KC : MG_KC, ns = (kc + AMX_KS - 1) / AMX_KS;
+            const int j0 = kb * MG_KC / 2, jt = j0 + (ns - 1) * (AMX_KS / 2); /* first pair of the last step */
+            const unsigned char *b[4], *tail[4] = {NULL, NULL, NULL, NULL};
+            for (int i = 0; i < 4; i++)
+                b[i] = (const unsigned char *)W->data + (size_t)(g0 + (i < ng ? i : 0)) * gstride + (size_t)j0 * 64;
+            amx_tails(W, g0, ng, jt, tbuf, tail);
+            amx_gemv_steps(b, tail, ng, two, ns, xs + (size_t)kb * MG_KC, (size_t)kp);
+        }
+        const size_t cld = 64 * 4;
+        _tile_stored(0, cbuf, cld);
+        _tile_stored(1, cbuf + 16, cld);
+        if (two) {
+            _tile_stored(2, cbuf + 16 * 64, cld);
+            _tile_stored(3, cbuf + 16 * 64 + 16, cld);
+        } else {
+            _tile_stored(2, cbuf + 32, cld);
+            _tile_stored(3, cbuf + 48, cld);
+        }
+        amx_put_rows(cbuf, 64, T, g0 * HY_G_ROWS, (g0 + ng) * HY_G_ROWS, o0, o1, y, ldy, accumulate);
+    }
+    _tile_release();
+}
+
+/* ---- TDPBF16PS with fp32 FMAs, for the fast decode's calls of few tokens ----
+ * What one TDPBF16PS does for an output (Intel SDM; matched bit for bit on this machine, 51200
+ * outputs of random 64-column products over value spreads of e^±1 to e^±8, where a single fp32
+ * FMA chain over the columns matched 25-64%): with DAZ and FTZ (denormal inputs read as zero,
+ * denormal results flushed), round to nearest even, two FMA chains from zero over the step's 16
+ * column pairs, one over the pairs' first columns and one over their second, then
+ * acc = acc + (first + second). MXCSR gives the FMAs the same DAZ and FTZ for the call. */
+#define AMX_EMU_MAX_T 4
+/* row groups per pass: one token 4 (8 chains), as the fp32 GEMV of this instance; more tokens 2 */
+#define AMX_EMU_NG 4
+#define AMX_EMU_CLD (AMX_EMU_NG * HY_G_ROWS) /* floats per token of a pass's results */
+#if defined(__clang__)
+#define AMX_UNROLL _Pragma("unroll")
+#else
+#define AMX_UNROLL _Pragma("GCC unroll 16")
+#endif
+
+/* x's T tokens as the fp32 values of their bf16 rounding, [T][kp], zero padded */
+static void amx_emu_pack(const float *x, size_t ldx, int T, int K, int kp, float *xf) {
+    for (int t = 0; t < T; t++) {
+        const float *s = x + (size_t)t * ldx;
+        float *d = xf + (size_t)t * kp;
+        for (int k = 0; k < kp; k += 16) {
+            const int n = K - k;
+            const __m512 v = n >= 16 ? _mm512_loadu_ps(s + k)
+                                     : _mm512_maskz_loadu_ps((__mmask16)((1u << (n > 0 ? n : 0)) - 1u), s + k);
+            const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
+            _mm512_storeu_ps(d + k, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+        }
+    }
+}
+
+/* NG groups (wg[g]: their first pair) x T tokens (xf, kp apart) over nst steps, the last one at
+ * tail[g] where tail[0] is not NULL; results into c ([token][AMX_EMU_NG·16]) */
+static inline __attribute__((always_inline)) void amx_emu_tile(const int NG, const int T,
+                                                               const unsigned char *const wg[AMX_EMU_NG],
+                                                               const unsigned char *const tail[4], int nst,
+                                                               const float *xf, int kp, float *c) {
+    __m512 acc[AMX_EMU_NG][AMX_EMU_MAX_T];
+    const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
+    AMX_UNROLL for (int g = 0; g < NG; g++)
+        AMX_UNROLL for (int t = 0; t < T; t++) acc[g][t] = _mm512_setzero_ps();
+    for (int s = 0; s < nst; s++) {
+        const unsigned char *w[AMX_EMU_NG];
+        AMX_UNROLL for (int g = 0; g < NG; g++) w[g] = s == nst - 1 && tail[0] ? tail[g] : wg[g] + (size_t)s * 1024;
+        __m512 e[AMX_EMU_NG][AMX_EMU_MAX_T], o[AMX_EMU_NG][AMX_EMU_MAX_T];
+        AMX_UNROLL for (int g = 0; g < NG; g++)
+            AMX_UNROLL for (int t = 0; t < T; t++) e[g][t] = o[g][t] = _mm512_setzero_ps();
+        const float *xs = xf + (size_t)s * AMX_KS;
+AMX_UNROLL for (int j = 0; j < AMX_KS / 2; j++) {
+            AMX_UNROLL for (int g = 0; g < NG; g++) {
+                _mm_prefetch((const char *)wg[g] + (size_t)s * 1024 + (size_t)j * 64 + AMX_PF, _MM_HINT_T0);
+                const __m512i d = _mm512_loadu_si512(w[g] + (size_t)j * 64);
+                const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(d, 16));
+                const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(d, hi));
+                AMX_UNROLL for (int t = 0; t < T; t++) {
+                    e[g][t] = _mm512_fmadd_ps(we, _mm512_set1_ps(xs[(size_t)t * kp + 2 * j]), e[g][t]);
+                    o[g][t] = _mm512_fmadd_ps(wo, _mm512_set1_ps(xs[(size_t)t * kp + 2 * j + 1]), o[g][t]);
+                }
+            }
+        }
+        AMX_UNROLL for (int g = 0; g < NG; g++)
+            AMX_UNROLL for (int t = 0; t < T; t++)
+                acc[g][t] = _mm512_add_ps(acc[g][t], _mm512_add_ps(e[g][t], o[g][t]));
+    }
+    AMX_UNROLL for (int g = 0; g < NG; g++)
+        AMX_UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(c + (size_t)t * AMX_EMU_CLD + g * 16, acc[g][t]);
+}
+
+static void amx_emu(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
+                    bool accumulate, bool packed, void *scratch) {
+    const int K = W->cols, npair = (K + 1) / 2, kp = (K + AMX_KS - 1) / AMX_KS * AMX_KS, nst = kp / AMX_KS;
+    float *cbuf = scratch;
+    unsigned char *tbuf = (unsigned char *)scratch + (size_t)MG_NB * MG_AMX_MC * 4;
+    float *xf = (float *)(tbuf + (size_t)MG_AMX_MC * MG_KC * 2);
+    if (!packed) amx_emu_pack(x, ldx, T, K, kp, xf);
+    const unsigned int csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x8040u); /* FTZ, DAZ */
+    const int gend = (o1 + HY_G_ROWS - 1) / HY_G_ROWS;
+    const int gp = T == 1 ? 4 : 2;
+    for (int g0 = o0 / HY_G_ROWS; g0 < gend; g0 += gp) {
+        const int ng = gend - g0 < gp ? gend - g0 : gp;
+        const unsigned char *wg[AMX_EMU_NG], *tail[4];
+        for (int g = 0; g < AMX_EMU_NG; g++)
+            wg[g] = (const unsigned char *)W->data + (size_t)(g0 + (g < ng ? g : 0)) * (size_t)npair * 64;
+        amx_tails(W, g0, ng, (nst - 1) * (AMX_KS / 2), tbuf, tail);
+#define AMX_EMU_T(NG)                                                                                       \
+    switch (T) {                                                                                            \
+    case 2: amx_emu_tile(NG, 2, wg, tail, nst, xf, kp, cbuf); break;                                        \
+    case 3: amx_emu_tile(NG, 3, wg, tail, nst, xf, kp, cbuf); break;                                        \
+    default: amx_emu_tile(NG, 4, wg, tail, nst, xf, kp, cbuf); break;                                       \
+    }
+        if (T == 1) switch (ng) {
+            case 1: amx_emu_tile(1, 1, wg, tail, nst, xf, kp, cbuf); break;
+            case 2: amx_emu_tile(2, 1, wg, tail, nst, xf, kp, cbuf); break;
+            case 3: amx_emu_tile(3, 1, wg, tail, nst, xf, kp, cbuf); break;
+            default: amx_emu_tile(4, 1, wg, tail, nst, xf, kp, cbuf); break;
+            }
+        else if (ng == 2) AMX_EMU_T(2)
+        else AMX_EMU_T(1)
+#undef AMX_EMU_T
+        amx_put_rows(cbuf, AMX_EMU_CLD, T, g0 * HY_G_ROWS, (g0 + ng) * HY_G_ROWS, o0, o1, y, ldy, accumulate);
+    }
+    _mm_setcsr(csr);
+}
+_Static_assert(AMX_EMU_NG == 4 && AMX_EMU_MAX_T == 4, "amx_emu's cases");
+
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -290,7 +569,7 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
 typedef struct amx_rec {
     const float *x;
     size_t ldx;
-    int T, K, valid;
+    int T, K, valid, gemv; /* gemv: 1 amx_gemv's layout (bf16 [T][kp]), 2 amx_emu's (fp32), 0 amx_gemm's */
 } amx_rec;
 _Static_assert(sizeof(amx_rec) <= MM_HDR_AMX_BYTES, "AMX scratch record");
 
@@ -301,11 +580,22 @@ static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y,
     if (fmt && HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T) {
         if (o1 <= o0) return;
         memset(scratch, 0, MM_HDR_SIMD_BYTES); /* what the Intel instance kept in the scratch is gone */
-        const bool packed = (act & HY_ACT_KEEP_X) && rec->valid && rec->x == x && rec->ldx == ldx && rec->T == T &&
-                            rec->K == W->cols;
-        *rec = (amx_rec){x, ldx, T, W->cols, T <= MG_NB};
+        const bool packed = (act & HY_ACT_KEEP_X) && rec->valid && !rec->gemv && rec->x == x && rec->ldx == ldx &&
+                            rec->T == T && rec->K == W->cols;
+        *rec = (amx_rec){x, ldx, T, W->cols, T <= MG_NB, 0};
         amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed,
                  (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
+        return;
+    }
+    if (W->fmt == HY_WFMT_BF16G && hy_act_gemv_bf16(act, T)) {
+        if (o1 <= o0) return;
+        memset(scratch, 0, MM_HDR_SIMD_BYTES);
+        const bool emu = T <= AMX_EMU_MAX_T;
+        const bool packed = (act & HY_ACT_KEEP_X) && rec->valid && rec->gemv == 1 + emu && rec->x == x &&
+                            rec->ldx == ldx && rec->T == T && rec->K == W->cols;
+        *rec = (amx_rec){x, ldx, T, W->cols, 1, 1 + emu};
+        (emu ? amx_emu : amx_gemv)(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed,
+                                   (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
         return;
     }
     rec->valid = 0; /* the Intel instance may write over the converted tokens */
