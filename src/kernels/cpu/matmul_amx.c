@@ -79,6 +79,17 @@ static void amx_config(void) {
     _tile_loadconfig(&c);
 }
 
+/* floats s[0, min(n, 16)) in a vector, zeros past them (n may be 0 or less) */
+static inline __m512 amx_load16(const float *s, int n) {
+    return n >= 16 ? _mm512_loadu_ps(s)
+           : n > 0 ? _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), s)
+                   : _mm512_setzero_ps();
+}
+/* floats s[0, min(n, 32)) rounded to bf16 (nearest even), zeros past them */
+static inline __m512i amx_bf16x32(const float *s, int n) {
+    return (__m512i)_mm512_cvtne2ps_pbh(amx_load16(s + 16, n - 16), amx_load16(s, n));
+}
+
 /* Tokens [0, nb) of x, every column, rounded to bf16 into xbf [column block][MG_NB][MG_KC];
  * columns past K and tokens up to the next multiple of 32 are zeros. */
 static void amx_pack_x(const float *x, size_t ldx, int nb, int K, uint16_t *xbf) {
@@ -92,15 +103,7 @@ static void amx_pack_x(const float *x, size_t ldx, int nb, int K, uint16_t *xbf)
                 continue;
             }
             const float *s = x + (size_t)t * ldx + (size_t)kb * MG_KC;
-            for (int k = 0; k < kcp; k += 32) {
-                const int n = kc - k;
-                const __m512 lo = n >= 16 ? _mm512_loadu_ps(s + k)
-                                          : _mm512_maskz_loadu_ps((__mmask16)((1u << (n > 0 ? n : 0)) - 1u), s + k);
-                const __m512 hi = n >= 32 ? _mm512_loadu_ps(s + k + 16)
-                                  : n > 16 ? _mm512_maskz_loadu_ps((__mmask16)((1u << (n - 16)) - 1u), s + k + 16)
-                                           : _mm512_setzero_ps();
-                _mm512_storeu_si512(d + k, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-            }
+            for (int k = 0; k < kcp; k += 32) _mm512_storeu_si512(d + k, amx_bf16x32(s + k, kc - k));
         }
     }
 }
@@ -151,14 +154,16 @@ static void amx_step_block(const unsigned char *wg0, const unsigned char *wg1, c
     _tile_stored(3, park + 16 * (size_t)MG_AMX_MC + HY_G_ROWS, pld);
 }
 
-/* The parked results of rows [rb, re) x tokens [0, nb) into y (rows below o0 are another call's). */
-static void amx_write(const float *park, int rb, int re, int o0, int nb, float *y, size_t ldy, bool accumulate) {
-    const int lo = rb > o0 ? rb : o0;
-    for (int t = 0; t < nb; t++) {
-        const float *p = park + (size_t)t * MG_AMX_MC - rb;
+/* Rows [max(rb, o0), min(re, o1)) x tokens [0, T) of results c ([token][cld] floats, row rb first)
+ * into y (rows below o0 are another call's). */
+static void amx_put_rows(const float *c, size_t cld, int T, int rb, int re, int o0, int o1, float *y, size_t ldy,
+                         bool accumulate) {
+    const int r0 = rb > o0 ? rb : o0, r1 = re < o1 ? re : o1;
+    for (int t = 0; t < T; t++) {
+        const float *p = c + (size_t)t * cld - rb;
         float *d = y + (size_t)t * ldy;
-        for (int r = lo; r < re; r += 16) {
-            const __mmask16 m = (__mmask16)(re - r >= 16 ? 0xffffu : (1u << (re - r)) - 1u);
+        for (int r = r0; r < r1; r += 16) {
+            const __mmask16 m = (__mmask16)(r1 - r >= 16 ? 0xffffu : (1u << (r1 - r)) - 1u);
             __m512 v = _mm512_maskz_loadu_ps(m, p + r);
             if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, d + r));
             _mm512_mask_storeu_ps(d + r, m, v);
@@ -275,7 +280,7 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
                                        park + (size_t)tb * MG_AMX_MC + (size_t)g * HY_G_ROWS, kb == 0);
                     }
             }
-            amx_write(park, rb, re, o0, nb, y + (size_t)sb * ldy, ldy, accumulate);
+            amx_put_rows(park, MG_AMX_MC, nb, rb, re, o0, re, y + (size_t)sb * ldy, ldy, accumulate);
         }
     }
     _tile_release();
@@ -308,15 +313,7 @@ static void amx_pack_rows(const float *x, size_t ldx, int T, int K, int kp, uint
     for (int t = 0; t < T; t++) {
         const float *s = x + (size_t)t * ldx;
         uint16_t *d = xs + (size_t)t * kp;
-        for (int k = 0; k < kp; k += 32) {
-            const int n = K - k;
-            const __m512 lo = n >= 16 ? _mm512_loadu_ps(s + k)
-                                      : _mm512_maskz_loadu_ps((__mmask16)((1u << (n > 0 ? n : 0)) - 1u), s + k);
-            const __m512 hi = n >= 32 ? _mm512_loadu_ps(s + k + 16)
-                              : n > 16 ? _mm512_maskz_loadu_ps((__mmask16)((1u << (n - 16)) - 1u), s + k + 16)
-                                       : _mm512_setzero_ps();
-            _mm512_storeu_si512(d + k, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
-        }
+        for (int k = 0; k < kp; k += 32) _mm512_storeu_si512(d + k, amx_bf16x32(s + k, K - k));
     }
 }
 
@@ -378,22 +375,6 @@ static inline void amx_gemv_steps(const unsigned char *const b[4], const unsigne
     }
 }
 
-/* Rows [max(rb, o0), min(re, o1)) of a pass's results c ([token][cld] floats, row rb first) into y. */
-static void amx_put_rows(const float *c, size_t cld, int T, int rb, int re, int o0, int o1, float *y, size_t ldy,
-                         bool accumulate) {
-    const int r0 = rb > o0 ? rb : o0, r1 = re < o1 ? re : o1;
-    for (int t = 0; t < T; t++) {
-        const float *p = c + (size_t)t * cld - rb;
-        float *d = y + (size_t)t * ldy;
-        for (int r = r0; r < r1; r += 16) {
-            const __mmask16 m = (__mmask16)(r1 - r >= 16 ? 0xffffu : (1u << (r1 - r)) - 1u);
-            __m512 v = _mm512_maskz_loadu_ps(m, p + r);
-            if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, d + r));
-            _mm512_mask_storeu_ps(d + r, m, v);
-        }
-    }
-}
-
 /* The groups' last step (pairs [jt, npair) of each, zero padded to 16) in tbuf, 1 KiB a group;
  * tail[i] points there, or every tail[i] is NULL where the groups have whole steps. */
 static void amx_tails(const hy_mat *W, int g0, int ng, int jt, unsigned char *tbuf, const unsigned char *tail[4]) {
@@ -402,7 +383,8 @@ static void amx_tails(const hy_mat *W, int g0, int ng, int jt, unsigned char *tb
     if (jt + AMX_KS / 2 <= npair) return;
     memset(tbuf, 0, (size_t)ng * 1024);
     for (int i = 0; i < ng; i++) {
-        const unsigned char *src = (const unsigned char *)W->data + ((size_t)(g0 + i) * (size_t)npair + (size_t)jt) * 64;
+        const unsigned char *src =
+            (const unsigned char *)W->data + ((size_t)(g0 + i) * (size_t)npair + (size_t)jt) * 64;
         memcpy(tbuf + (size_t)i * 1024, src, (size_t)(npair - jt) * 64);
         tail[i] = tbuf + (size_t)i * 1024;
     }
@@ -472,10 +454,7 @@ static void amx_emu_pack(const float *x, size_t ldx, int T, int K, int kp, float
         const float *s = x + (size_t)t * ldx;
         float *d = xf + (size_t)t * kp;
         for (int k = 0; k < kp; k += 16) {
-            const int n = K - k;
-            const __m512 v = n >= 16 ? _mm512_loadu_ps(s + k)
-                                     : _mm512_maskz_loadu_ps((__mmask16)((1u << (n > 0 ? n : 0)) - 1u), s + k);
-            const __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
+            const __m256i h = (__m256i)_mm512_cvtneps_pbh(amx_load16(s + k, K - k));
             _mm512_storeu_ps(d + k, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
         }
     }
