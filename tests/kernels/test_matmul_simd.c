@@ -68,6 +68,27 @@ static float amx_order_dot(const float *w, const float *x, int K) {
     }
     return acc;
 }
+/* y (T tokens, ldy apart) against amx_order_dot bit for bit, failing with what at the first
+ * difference; returns how many outputs were zero */
+static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, const float *y, int ldy,
+                            const char *what) {
+    float *wr = malloc(sizeof(float) * (size_t)W->cols);
+    long zeros = 0;
+    for (int o = 0; o < W->rows; o++) {
+        hy_mat_row_f32(W, o, wr);
+        for (int t = 0; t < T; t++) {
+            const float want = amx_order_dot(wr, x + (size_t)t * ldx, W->cols), got = y[(size_t)t * ldy + o];
+            if (memcmp(&want, &got, sizeof got)) {
+                printf("%s %s %dx%d T=%d out %d tok %d: %.9g vs AMX order %.9g\n", what, hy_wfmt_name(W->fmt),
+                       W->rows, W->cols, T, o, t, (double)got, (double)want);
+                fail();
+            }
+            zeros += want == 0.0f;
+        }
+    }
+    free(wr);
+    return zeros;
+}
 
 /* every SIMD tier, the avx512 tier's second instance (tuned for Intel cores: other prefetch,
  * the same sums) and, where the CPU has AMX-BF16, its third (AMX tiles for BF16G with bf16
@@ -277,8 +298,7 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                 tier_amx[ti] &&
                 ((act == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T && (q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)) ||
                  (am == 2 && T <= HY_MATMUL_GEMV_MAX_T && f == HY_WFMT_BF16G));
-            const bool amx_keep = amx_sums;
-            if (((q || f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act != HY_ACT_BF16) || amx_keep) {
+            if (((q || f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act != HY_ACT_BF16) || amx_sums) {
                 /* HY_ACT_KEEP_X: the pieces reuse the activations the first one quantized (FP8:
                  * scaled, per row block; BF16: de-interleaved; AMX: converted to bf16); a call whose
                  * x differs from the previous call's (another buffer, or another ldx) quantizes again
@@ -300,17 +320,7 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
             if (amx_sums) {
                 /* bit-identical to the scalar AMX order on the weights' fp32 values (BF16G as stored,
                  * FP8G e4m3·scale, Q8 / Q4 d·h·q; amx_order_dot rounds them to bf16) */
-                for (int o2 = 0; o2 < rows; o2++) {
-                    hy_mat_row_f32(&o.m, o2, wr);
-                    for (int t = 0; t < T; t++) {
-                        const float want = amx_order_dot(wr, x + (size_t)t * ldx, cols), got = y[(size_t)t * ldy + o2];
-                        if (memcmp(&want, &got, sizeof got)) {
-                            printf("%s %s act=%d %dx%d T=%d out %d tok %d: %.9g vs AMX order %.9g\n", tier_name[ti],
-                                   hy_wfmt_name(f), am, rows, cols, T, o2, t, (double)got, (double)want);
-                            fail();
-                        }
-                    }
-                }
+                check_amx_order(&o.m, x, ldx, T, y, ldy, am == 1 ? "amx bf16 act" : "amx fast decode");
                 S->amx_cases[f][am]++;
             } else if ((q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && !amx_sums) {
                 if (memcmp(y, yref, sizeof(float) * (size_t)T * ldy)) {
@@ -735,30 +745,18 @@ static void test_amx_denormals(void **st) {
         }
     owned_mat o = make_mat(HY_WFMT_BF16G, w, R, C, 0, 0);
     void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(C), 1);
-    float *wr = malloc(sizeof(float) * C);
     long flushed = 0;
     const int ldy = R + 3;
     for (int nt = 1; nt <= T; nt = nt < 5 ? nt + 1 : nt == 5 ? 9 : nt == 9 ? T : T + 1) {
         float *y = run(tier_fn[amx], &o.m, nt, x, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
-        for (int row = 0; row < R; row++) {
-            hy_mat_row_f32(&o.m, row, wr);
-            for (int t = 0; t < nt; t++) {
-                const float want = amx_order_dot(wr, x + (size_t)t * C, C), got = y[(size_t)t * ldy + row];
-                if (memcmp(&want, &got, sizeof got)) {
-                    printf("amx fast decode T=%d out %d tok %d: %.9g vs AMX order %.9g\n", nt, row, t, (double)got,
-                           (double)want);
-                    fail();
-                }
-                flushed += nt == T && want == 0.0f;
-            }
-        }
+        const long zeros = check_amx_order(&o.m, x, C, nt, y, ldy, "amx fast decode, denormals");
+        if (nt == T) flushed = zeros;
         free(y);
     }
     assert_true(flushed > 0); /* some sums did flush to zero */
     printf("amx fast decode with denormals: T = 1-5, 9, 32 bit-identical to the scalar AMX order (%ld outputs of "
            "tiny rows and tokens flushed to zero)\n",
            flushed);
-    free(wr);
     hy_free(scratch);
     owned_free(&o);
     free(w);

@@ -400,22 +400,17 @@ static void amx_gemv(const hy_mat *W, int T, const float *x, size_t ldx, float *
     uint16_t *xs = (uint16_t *)(tbuf + (size_t)MG_AMX_MC * MG_KC * 2);
     if (!packed) amx_pack_rows(x, ldx, T, K, kp, xs);
     amx_config_gemv(T);
-    const int gend = (o1 + HY_G_ROWS - 1) / HY_G_ROWS;
+    const int gend = (o1 + HY_G_ROWS - 1) / HY_G_ROWS, nst = kp / AMX_KS;
     for (int g0 = o0 / HY_G_ROWS; g0 < gend; g0 += gp) {
         const int ng = gend - g0 < gp ? gend - g0 : gp;
         _tile_zero(0);
         _tile_zero(1);
         _tile_zero(2);
         _tile_zero(3);
-        for (int kb = 0; kb * MG_KC < K; kb++) {
-            const int kc = K - kb * MG_KC < MG_KC ? K - kb * MG_KC : MG_KC, ns = (kc + AMX_KS - 1) / AMX_KS;
-            const int j0 = kb * MG_KC / 2, jt = j0 + (ns - 1) * (AMX_KS / 2); /* first pair of the last step */
-            const unsigned char *b[4], *tail[4] = {NULL, NULL, NULL, NULL};
-            for (int i = 0; i < 4; i++)
-                b[i] = (const unsigned char *)W->data + (size_t)(g0 + (i < ng ? i : 0)) * gstride + (size_t)j0 * 64;
-            amx_tails(W, g0, ng, jt, tbuf, tail);
-            amx_gemv_steps(b, tail, ng, two, ns, xs + (size_t)kb * MG_KC, (size_t)kp);
-        }
+        const unsigned char *b[4], *tail[4];
+        for (int i = 0; i < 4; i++) b[i] = (const unsigned char *)W->data + (size_t)(g0 + (i < ng ? i : 0)) * gstride;
+        amx_tails(W, g0, ng, (nst - 1) * (AMX_KS / 2), tbuf, tail);
+        amx_gemv_steps(b, tail, ng, two, nst, xs, (size_t)kp);
         const size_t cld = 64 * 4;
         _tile_stored(0, cbuf, cld);
         _tile_stored(1, cbuf + 16, cld);
@@ -477,7 +472,7 @@ static inline __attribute__((always_inline)) void amx_emu_tile(const int NG, con
         AMX_UNROLL for (int g = 0; g < NG; g++)
             AMX_UNROLL for (int t = 0; t < T; t++) e[g][t] = o[g][t] = _mm512_setzero_ps();
         const float *xs = xf + (size_t)s * AMX_KS;
-AMX_UNROLL for (int j = 0; j < AMX_KS / 2; j++) {
+        AMX_UNROLL for (int j = 0; j < AMX_KS / 2; j++) {
             AMX_UNROLL for (int g = 0; g < NG; g++) {
                 _mm_prefetch((const char *)wg[g] + (size_t)s * 1024 + (size_t)j * 64 + AMX_PF, _MM_HINT_T0);
                 const __m512i d = _mm512_loadu_si512(w[g] + (size_t)j * 64);
@@ -548,9 +543,22 @@ _Static_assert(AMX_EMU_NG == 4 && AMX_EMU_MAX_T == 4, "amx_emu's cases");
 typedef struct amx_rec {
     const float *x;
     size_t ldx;
-    int T, K, valid, gemv; /* gemv: 1 amx_gemv's layout (bf16 [T][kp]), 2 amx_emu's (fp32), 0 amx_gemm's */
+    int T, K, valid;
+    bool gemv; /* the fast decode's layout (amx_gemv's or, from T, amx_emu's), else amx_gemm's */
 } amx_rec;
 _Static_assert(sizeof(amx_rec) <= MM_HDR_AMX_BYTES, "AMX scratch record");
+
+/* Whether this call may use the tokens the previous one converted (HY_ACT_KEEP_X, the same x,
+ * T and K, the same layout); records this call's. The Intel instance's record is cleared: the
+ * conversion writes over what it kept in the scratch. */
+static bool amx_keep(void *scratch, hy_act act, const float *x, size_t ldx, int T, int K, bool gemv, bool valid) {
+    amx_rec *rec = (amx_rec *)((unsigned char *)scratch + MM_HDR_SIMD_BYTES);
+    const bool packed = (act & HY_ACT_KEEP_X) && rec->valid && rec->gemv == gemv && rec->x == x && rec->ldx == ldx &&
+                        rec->T == T && rec->K == K;
+    memset(scratch, 0, MM_HDR_SIMD_BYTES);
+    *rec = (amx_rec){x, ldx, T, K, valid, gemv};
+    return packed;
+}
 
 static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
                    bool accumulate, hy_act act, void *scratch) {
@@ -558,23 +566,16 @@ static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y,
     const bool fmt = W->fmt == HY_WFMT_BF16G || W->fmt == HY_WFMT_FP8G || W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4;
     if (fmt && HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T) {
         if (o1 <= o0) return;
-        memset(scratch, 0, MM_HDR_SIMD_BYTES); /* what the Intel instance kept in the scratch is gone */
-        const bool packed = (act & HY_ACT_KEEP_X) && rec->valid && !rec->gemv && rec->x == x && rec->ldx == ldx &&
-                            rec->T == T && rec->K == W->cols;
-        *rec = (amx_rec){x, ldx, T, W->cols, T <= MG_NB, 0};
+        const bool packed = amx_keep(scratch, act, x, ldx, T, W->cols, false, T <= MG_NB);
         amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed,
                  (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
         return;
     }
     if (W->fmt == HY_WFMT_BF16G && hy_act_gemv_bf16(act, T)) {
         if (o1 <= o0) return;
-        memset(scratch, 0, MM_HDR_SIMD_BYTES);
-        const bool emu = T <= AMX_EMU_MAX_T;
-        const bool packed = (act & HY_ACT_KEEP_X) && rec->valid && rec->gemv == 1 + emu && rec->x == x &&
-                            rec->ldx == ldx && rec->T == T && rec->K == W->cols;
-        *rec = (amx_rec){x, ldx, T, W->cols, 1, 1 + emu};
-        (emu ? amx_emu : amx_gemv)(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed,
-                                   (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
+        const bool packed = amx_keep(scratch, act, x, ldx, T, W->cols, true, true);
+        (T <= AMX_EMU_MAX_T ? amx_emu : amx_gemv)(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed,
+                                                  (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
         return;
     }
     rec->valid = 0; /* the Intel instance may write over the converted tokens */
