@@ -33,7 +33,7 @@ int hy_cli_ctx_opt(int argc, char **argv, int *i, hy_ctx_opts *o);
     "  --quantize-lm-head, --quantize-gdn-ab   convert lm_head / in_proj_a,b too\n"                                   \
     "  --isa T           kernels: ref | avx2 | avx512 | auto (default $HYLA_ISA, else the best)\n"                   \
     "  --fast-prefill    bf16 activations in prefill matmuls (faster, less exact)\n"                              \
-    "  --fast-decode     bf16 activations in decode matmuls (bf16 / fp8 on AMD, bf16 on Intel AMX; less exact)\n" \
+    "  --fast-decode     bf16 activations in decode matmuls (bf16 / fp8 on AMD and Intel AMX; less exact)\n"   \
     "  --mmap, --no-mmap matrices used as stored: read in place from the mmap (least memory) / always\n"         \
     "                    copied into memory (default: copied when they fit, faster decode)\n"
 

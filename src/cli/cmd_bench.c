@@ -68,7 +68,7 @@ static void usage(FILE *f) {
             "  --quantize-lm-head  lm_head follows --weights too (default: kept as stored)\n"
             "  --quantize-gdn-ab   GDN in_proj_a / in_proj_b follow --weights too\n"
             "  --fast-prefill      bf16 activations in prefill matmuls\n"
-            "  --fast-decode       bf16 activations in decode matmuls (bf16 / fp8: AMD AVX-512 BF16; bf16: AMX)\n"
+            "  --fast-decode       bf16 activations in decode matmuls (bf16 / fp8: AMD AVX-512 BF16, AMX)\n"
             "  --mmap, --no-mmap   matrices used as stored: read from the mmap / always copied into memory\n"
             "                      (default: copied when they fit)\n"
             "  --isa NAME          CPU kernel tier: auto | ref | avx2 | avx512 (default auto: $HYLA_ISA or best)\n"

@@ -42,12 +42,15 @@
  *       are not finite takes the exact sum instead. Why: the one-token GEMV with fp32
  *       activations converts 64 codes with 9 integer operations and 4 FMAs, which on a Zen 4
  *       core streams ~30 GB/s from L2, no more than a core reads from DRAM in the fast minutes;
- *       this one takes 5 and 2 vdpbf16ps, and a batched step half the FMAs.
+ *       this one takes 5 and 2 vdpbf16ps, and a batched step half the FMAs. On the AMX
+ *       instance (FP8G): the same products and the same fallback, summed in the AMX order of
+ *       BF16G (below), for every call of up to HY_MATMUL_GEMV_MAX_T tokens.
  *   BF16G weights, HY_ACT_BF16_GEMV, on the AMX instance (hy_matmul_avx512_amx): the sums of
  *       HY_ACT_BF16 on AMX (below: x rounded to bf16, TDPBF16PS's order), for every call of up to
  *       HY_MATMUL_GEMV_MAX_T tokens; calls of few tokens compute them with fp32 FMAs, bit for bit
- *       (kernels/cpu/matmul_amx.c). Why: a batched step of 8-32 sequences reads the weights
- *       once for 8-32 tokens of products, which the tiles compute 1.4-2.3x as fast.
+ *       (kernels/cpu/matmul_amx.c); FP8G likewise with FP8's products (above). Why: a batched
+ *       step of 8-32 sequences reads the weights once for 8-32 tokens of products, which the
+ *       tiles compute 1.4-2.3x (bf16) and 1.4-3.9x (fp8) as fast.
  *   Q8 / Q4 / other row groups ignore the flag.
  *   Q8 / Q4: x(t,:) is quantized per group of 32 to int8 (hy_quant_act_row: scale amax/127,
  *       round-to-nearest-even); per group g the integer dot i_g = Σ q_w·q_x is exact, and
@@ -160,7 +163,8 @@ const char *hy_wfmt_name(hy_wfmt f); /* "f32" "bf16" "f16" "fp8" "q8" "q4" "bf16
  * column each: the outer-product form of BF16G. Order (every kernel, any T): per (row, token)
  * one fp32 chain over the columns in order, acc = fma(e4m3(o,k), fl32(scale(o,k)·x(t,k)),
  * acc) (the FP8 semantics above; HY_ACT_BF16 is not applied: exact, except on AMX, which
- * applies it: w = bf16(fl32(e4m3·scale)) times bf16 x, in the AMX order of BF16G). The tier's
+ * applies it: w = bf16(fl32(e4m3·scale)) times bf16 x, in the AMX order of BF16G, and its fast
+ * decode: FP8's sum of HY_ACT_BF16_GEMV in that order). The tier's
  * instance decides whether the loader uses it (hy_matmul_fp8_groups).
  */
 /* Rows of a panel the one-token GEMV reads before moving to the next panel (fewer when the call
@@ -241,8 +245,9 @@ hy_matmul_fn hy_matmul_avx512(void);
  * dispatch.c chooses. */
 hy_matmul_fn hy_matmul_avx512_intel(void);
 /* hy_matmul_avx512_intel() with AMX tiles for BF16G, FP8G, Q8 and Q4 matrices with HY_ACT_BF16
- * (matmul_amx.c, its header has the order). Only for CPUs with AMX-BF16 whose OS granted the tile state
- * (hy_cpu_amx_permit); NULL when this build has none. */
+ * and for BF16G and FP8G under HY_ACT_BF16_GEMV (matmul_amx.c, its header has the order). Only
+ * for CPUs with AMX-BF16 whose OS granted the tile state (hy_cpu_amx_permit); NULL when this
+ * build has none. */
 hy_matmul_fn hy_matmul_avx512_amx(void);
 /* Whether the tier's one-token BF16 GEMV walks column-panel matrices HY_PANEL_ROWS rows at a
  * time (its ISA file's choice; false for tiers this build lacks and for ref). */

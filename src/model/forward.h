@@ -53,7 +53,7 @@ typedef struct hy_ctx_opts {
                              and results of steps under HY_MATMUL_GEMM_MIN_T tokens are unchanged */
     bool fast_decode;     /* bf16 activations in the GEMVs of bf16 / fp8 matrices (HY_ACT_BF16_GEMV): decode
                              steps and steps of up to HY_MATMUL_GEMV_MAX_T tokens, batched or not; where
-                             the kernels have it (kernels/matmul.h: bf16 / fp8 on AMD AVX-512 BF16, bf16
+                             the kernels have it (kernels/matmul.h: bf16 / fp8 on AMD AVX-512 BF16 and
                              on Intel with AMX) */
 } hy_ctx_opts;
 

@@ -13,9 +13,10 @@
  *    err / (2^-24 · Σ|w x|) is printed.
  *  - q8 / q4: bit-identical to the reference (integer dots, same float steps); bf16g and fp8g
  *    (row groups) too: one fma chain per output in column order in every kernel (matmul.h),
- *    except the AMX instance's bf16g, fp8g, q8 and q4 with bf16 activations and its bf16g under
- *    the fast decode: bit-identical to amx_order_dot, the scalar form of TDPBF16PS's sums (Intel
- *    SDM) on their fp32 weights (e4m3·scale, d·h·q) rounded to bf16, denormals flushed.
+ *    except the AMX instance's bf16g, fp8g, q8 and q4 with bf16 activations and its bf16g and
+ *    fp8g under the fast decode: bit-identical to amx_order_dot, the scalar form of TDPBF16PS's
+ *    sums (Intel SDM) on their fp32 weights (e4m3·scale, d·h·q) rounded to bf16, denormals
+ *    flushed (the fast decode's fp8g: codes e4m3·2^-120 against x·scale·2^120, matmul.h).
  *  - every tier: bit-identical across row splits, and the result for a token does not depend
  *    on T (one call of T tokens == T calls of one token), except HY_ACT_BF16 which only
  *    applies from HY_MATMUL_GEMM_MIN_T tokens on, and HY_ACT_BF16_GEMV (the fast decode: BF16
@@ -68,16 +69,32 @@ static float amx_order_dot(const float *w, const float *x, int K) {
     }
     return acc;
 }
-/* y (T tokens, ldy apart) against amx_order_dot bit for bit, failing with what at the first
- * difference; returns how many outputs were zero */
+/* The FP8G fast decode's operands on AMX (matmul.h): row o's codes as e4m3·2^-120 (subnormal
+ * codes are fp32 denormals, which amx_order_dot reads as zero) into w, and token xt as
+ * bf16(fl32(scale(o, k)·2^120)·x(k)) into xs. */
+static void amx_fp8_operands(const hy_mat *W, int o, const float *xt, float *w, float *xs) {
+    const int K = W->cols, nq = (K + 3) / 4, nbc = (K + W->bs1 - 1) / W->bs1;
+    const uint8_t *g = (const uint8_t *)W->data + (size_t)(o / 16) * (size_t)nq * 64 + 4 * (o % 16);
+    for (int k = 0; k < K; k++) {
+        w[k] = ldexpf(hy_fp8_e4m3_to_f32(g[(size_t)(k / 4) * 64 + k % 4]), -120);
+        if (xt) xs[k] = hy_round_bf16(W->scale[(size_t)(o / W->bs0) * nbc + k / W->bs1] * 0x1p120f * xt[k]);
+    }
+}
+
+/* y (T tokens, ldy apart) against amx_order_dot bit for bit (FP8G: of amx_fp8_operands),
+ * failing with what at the first difference; returns how many outputs were zero */
 static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, const float *y, int ldy,
                             const char *what) {
-    float *wr = malloc(sizeof(float) * (size_t)W->cols);
+    const bool f8 = W->fmt == HY_WFMT_FP8G && strstr(what, "fast decode");
+    float *wr = malloc(sizeof(float) * (size_t)W->cols), *xs = malloc(sizeof(float) * (size_t)W->cols);
     long zeros = 0;
     for (int o = 0; o < W->rows; o++) {
-        hy_mat_row_f32(W, o, wr);
+        if (f8) amx_fp8_operands(W, o, NULL, wr, NULL);
+        else hy_mat_row_f32(W, o, wr);
         for (int t = 0; t < T; t++) {
-            const float want = amx_order_dot(wr, x + (size_t)t * ldx, W->cols), got = y[(size_t)t * ldy + o];
+            const float *xt = x + (size_t)t * ldx;
+            if (f8) amx_fp8_operands(W, o, xt, wr, xs), xt = xs;
+            const float want = amx_order_dot(wr, xt, W->cols), got = y[(size_t)t * ldy + o];
             if (memcmp(&want, &got, sizeof got)) {
                 printf("%s %s %dx%d T=%d out %d tok %d: %.9g vs AMX order %.9g\n", what, hy_wfmt_name(W->fmt),
                        W->rows, W->cols, T, o, t, (double)got, (double)want);
@@ -87,6 +104,7 @@ static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, con
         }
     }
     free(wr);
+    free(xs);
     return zeros;
 }
 
@@ -292,12 +310,12 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                 for (int o2 = 0; o2 < rows; o2++)
                     assert_true(ya[(size_t)t * ldy + o2] == 0.5f + y[(size_t)t * ldy + o2]);
             /* the AMX instance's own sums: HY_ACT_BF16 from HY_MATMUL_GEMM_MIN_T tokens on (fp8g, q8
-             * and q4 too), and the fast decode's on bf16g up to HY_MATMUL_GEMV_MAX_T tokens (1-4:
-             * fp32 FMAs in the same order; more: the tiles) */
+             * and q4 too), and the fast decode's on bf16g and fp8g up to HY_MATMUL_GEMV_MAX_T tokens
+             * (1-4: fp32 FMAs in the same order; more: the tiles) */
             const bool amx_sums =
                 tier_amx[ti] &&
                 ((act == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T && (q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)) ||
-                 (am == 2 && T <= HY_MATMUL_GEMV_MAX_T && f == HY_WFMT_BF16G));
+                 (am == 2 && T <= HY_MATMUL_GEMV_MAX_T && (f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)));
             if (((q || f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act != HY_ACT_BF16) || amx_sums) {
                 /* HY_ACT_KEEP_X: the pieces reuse the activations the first one quantized (FP8:
                  * scaled, per row block; BF16: de-interleaved; AMX: converted to bf16); a call whose
@@ -319,7 +337,8 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
             }
             if (amx_sums) {
                 /* bit-identical to the scalar AMX order on the weights' fp32 values (BF16G as stored,
-                 * FP8G e4m3·scale, Q8 / Q4 d·h·q; amx_order_dot rounds them to bf16) */
+                 * FP8G e4m3·scale, Q8 / Q4 d·h·q; amx_order_dot rounds them to bf16; the fast
+                 * decode's FP8G: amx_fp8_operands) */
                 check_amx_order(&o.m, x, ldx, T, y, ldy, am == 1 ? "amx bf16 act" : "amx fast decode");
                 S->amx_cases[f][am]++;
             } else if ((q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && !amx_sums) {
@@ -634,14 +653,14 @@ static void test_fp8_codes(void **st) {
  * on a large neighbour in its batch (T = 3 GEMV, T = 40 GEMM, against one token at a time), and
  * stays within the float bound of the reference. R x C: also rows longer than the one-token
  * kernels' long-row limit (matmul_simd.inc: MM_FP8Q_LONG), with a tail of rows and columns. */
-static void fp8_large_x_case(const int R, const int C) {
+static void fp8_large_x_case(const hy_wfmt f, const int R, const int C) {
     enum { T = 40 };
     rng g = {77};
     float *w = malloc(sizeof(float) * R * C), *x = malloc(sizeof(float) * T * C);
     for (int i = 0; i < R * C; i++) w[i] = rng_sym(&g);
     for (int i = 0; i < T * C; i++) x[i] = rng_sym(&g);
     for (int k = 0; k < C; k++) x[1 * C + k] *= 1e9f; /* token 1: x·scale far above 2^8 */
-    owned_mat o = make_mat(HY_WFMT_FP8, w, R, C, 16, 32);
+    owned_mat o = make_mat(f, w, R, C, 16, 32);
     void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(C), 1);
     const int ldy = R + 3;
     float *yref = run(hy_ref_matmul_mat, &o.m, T, x, C, HY_ACT_F32, NULL, 0, false, scratch);
@@ -662,10 +681,10 @@ static void fp8_large_x_case(const int R, const int C) {
         }
         /* the fast decode (HY_ACT_BF16_GEMV): a call with token 1, whose x·scale·2^120
          * overflows, takes the exact sum in every row block, as the reference does */
-        for (int t0 = 0; t0 < 2; t0++) {
-            float *y = run(tier_fn[ti], &o.m, 3 - 2 * t0, x + (size_t)t0 * C, C, HY_ACT_BF16_GEMV, NULL, 0, false,
-                           scratch);
-            assert_memory_equal(y, one + (size_t)t0 * ldy, sizeof(float) * (size_t)(3 - 2 * t0) * ldy);
+        for (int t0 = 0; t0 < 3; t0++) { /* 3 tokens, 1, and 9 (AMX: through the tiles) */
+            const int n = t0 == 0 ? 3 : t0 == 1 ? 1 : 9, first = t0 == 1;
+            float *y = run(tier_fn[ti], &o.m, n, x + (size_t)first * C, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
+            assert_memory_equal(y, one + (size_t)first * ldy, sizeof(float) * (size_t)n * ldy);
             free(y);
         }
         /* finite tokens 2..4: batched == one at a time under the fast decode too */
@@ -677,14 +696,17 @@ static void fp8_large_x_case(const int R, const int C) {
         }
         free(y3);
         float *yq = run(tier_fn[ti], &o.m, 1, x, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
-        const bool dp = !strncmp(tier_name[ti], "avx512", 6);
-        assert_true(!memcmp(yq, one, sizeof(float) * R) == !dp); /* rounded where the tier has vdpbf16ps */
+        /* rounded where the tier has vdpbf16ps (FP8G: on AMX, in its order) */
+        const bool dp = f == HY_WFMT_FP8 ? !strncmp(tier_name[ti], "avx512", 6) : tier_amx[ti];
+        assert_true(!memcmp(yq, one, sizeof(float) * R) == !dp);
+        if (f == HY_WFMT_FP8G && dp) check_amx_order(&o.m, x, C, 1, yq, ldy, "amx fast decode, large x");
         float *wr = malloc(sizeof(float) * C);
         for (int r = 0; r < R; r++) {
             hy_mat_row_f32(&o.m, r, wr); /* the weights as the formula sees them */
             double ab0 = 0;
             for (int k = 0; k < C; k++) ab0 += fabs((double)wr[k] * x[k]);
-            assert_true(fabs((double)yq[r] - (dp ? yfast : yref)[r]) <= (C + (C + 7) / 8 + 8) * 0x1p-24 * ab0);
+            if (f == HY_WFMT_FP8 || !dp)
+                assert_true(fabs((double)yq[r] - (dp ? yfast : yref)[r]) <= (C + (C + 7) / 8 + 8) * 0x1p-24 * ab0);
             for (int t = 0; t < T; t++) {
                 double ab = 0;
                 for (int k = 0; k < C; k++) ab += fabs((double)wr[k] * x[(size_t)t * C + k]);
@@ -696,9 +718,10 @@ static void fp8_large_x_case(const int R, const int C) {
         free(one);
         free(yq);
     }
-    printf("fp8 %dx%d with activations of 1e9: batched == one token at a time on every tier, within bound of the ref; "
-           "the fast decode exact where they overflow, within the bf16 bound of the ref's where not\n",
-           R, C);
+    printf("%s %dx%d with activations of 1e9: batched == one token at a time on every tier, within bound of the ref; "
+           "the fast decode exact where they overflow, rounded where not (fp8: within the bf16 bound of the ref's; "
+           "fp8g on AMX: its order)\n",
+           hy_wfmt_name(f), R, C);
     free(yfast);
     float *yf = run(hy_ref_matmul_mat, &o.m, 3, x, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
     assert_memory_equal(yf, yref, sizeof(float) * 3 * ldy);
@@ -712,28 +735,28 @@ static void fp8_large_x_case(const int R, const int C) {
 static void test_fp8_large_x(void **st) {
     (void)st;
     if (!n_tiers) skip();
-    fp8_large_x_case(40, 300);
-    fp8_large_x_case(21, 8250);
+    for (int f = 0; f < 2; f++) {
+        fp8_large_x_case(f ? HY_WFMT_FP8G : HY_WFMT_FP8, 40, 300);
+        fp8_large_x_case(f ? HY_WFMT_FP8G : HY_WFMT_FP8, 21, 8250);
+    }
 }
 
-/* The AMX instance's fast decode on bf16g with denormals about: bf16 weights and activations
+/* The AMX instance's fast decode with denormals about. bf16g: bf16 weights and activations
  * below 2^-126, and rows whose products (~1e-40) and sums are denormal, which TDPBF16PS reads
- * as zero and flushes. 1-4 tokens (fp32 FMAs under MXCSR DAZ / FTZ) and 5-32 (the tiles) give
- * the scalar AMX order bit for bit, so one token at a time equals the batch. */
-static void test_amx_denormals(void **st) {
-    (void)st;
-    int amx = -1;
-    for (int ti = 0; ti < n_tiers; ti++)
-        if (tier_amx[ti]) amx = ti;
-    if (amx < 0) skip();
+ * as zero and flushes. fp8g: subnormal e4m3 codes (below 2^-6 of the block scale), which go to
+ * the tiles as bf16 denormals and so read as zero. 1-4 tokens (fp32 FMAs under MXCSR DAZ / FTZ)
+ * and 5-32 (the tiles) give the scalar AMX order bit for bit, so one token at a time equals the
+ * batch. */
+static void amx_denormals_case(int amx, hy_wfmt f) {
     enum { R = 40, C = 300, T = 32 };
     rng r = {99};
     float *w = malloc(sizeof(float) * R * C), *x = malloc(sizeof(float) * T * C);
     for (int o = 0; o < R; o++)
         for (int k = 0; k < C; k++) {
             float v = rng_sym(&r);
-            if (o % 4 == 1) v *= 1e-20f;                    /* tiny row: its products with tiny x are denormal */
-            else if (o % 4 == 2 && k % 3 == 0) v *= 1e-39f; /* denormal weights among normal ones */
+            if (o % 4 == 1) v *= 1e-20f; /* tiny row: its products with tiny x are denormal */
+            else if (o % 4 == 2 && k % 3 == 0)
+                v *= f == HY_WFMT_FP8G ? 0x1p-16f : 1e-39f; /* denormal weights (codes) among normal ones */
             w[(size_t)o * C + k] = v;
         }
     for (int t = 0; t < T; t++)
@@ -743,7 +766,13 @@ static void test_amx_denormals(void **st) {
             else if (t % 3 == 2 && k % 5 == 0) v *= 1e-39f;
             x[(size_t)t * C + k] = v;
         }
-    owned_mat o = make_mat(HY_WFMT_BF16G, w, R, C, 0, 0);
+    owned_mat o = make_mat(f, w, R, C, 16, 32);
+    long subnormal = 0; /* fp8g: codes with a zero exponent field, not zero */
+    if (f == HY_WFMT_FP8G)
+        for (size_t i = 0; i < hy_fp8g_code_bytes(R, C); i++) {
+            const uint8_t c = ((const uint8_t *)o.m.data)[i];
+            subnormal += (c & 0x78) == 0 && (c & 7) != 0;
+        }
     void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(C), 1);
     long flushed = 0;
     const int ldy = R + 3;
@@ -753,14 +782,31 @@ static void test_amx_denormals(void **st) {
         if (nt == T) flushed = zeros;
         free(y);
     }
-    assert_true(flushed > 0); /* some sums did flush to zero */
-    printf("amx fast decode with denormals: T = 1-5, 9, 32 bit-identical to the scalar AMX order (%ld outputs of "
-           "tiny rows and tokens flushed to zero)\n",
-           flushed);
+    if (f == HY_WFMT_FP8G) {
+        assert_true(subnormal > 0);
+        printf("amx fast decode, fp8g with %ld subnormal codes: T = 1-5, 9, 32 bit-identical to the scalar AMX "
+               "order (the codes read as zero)\n",
+               subnormal);
+    } else {
+        assert_true(flushed > 0); /* some sums did flush to zero */
+        printf("amx fast decode, bf16g with denormals: T = 1-5, 9, 32 bit-identical to the scalar AMX order (%ld "
+               "outputs of tiny rows and tokens flushed to zero)\n",
+               flushed);
+    }
     hy_free(scratch);
     owned_free(&o);
     free(w);
     free(x);
+}
+
+static void test_amx_denormals(void **st) {
+    (void)st;
+    int amx = -1;
+    for (int ti = 0; ti < n_tiers; ti++)
+        if (tier_amx[ti]) amx = ti;
+    if (amx < 0) skip();
+    amx_denormals_case(amx, HY_WFMT_BF16G);
+    amx_denormals_case(amx, HY_WFMT_FP8G);
 }
 
 /* BF16 column panels (matmul.h): the same matrix stored row-major and in panels gives

@@ -5,10 +5,10 @@
  * through hy_forward: logits and positions are bit-identical (tolerance 0: the matmuls' order
  * per output does not depend on T, and every per-token kernel gets the arguments of a solo
  * step), for every kernel tier, 1 and 2 threads, and with fast_prefill on (batches >= 8 rows
- * must keep fp32 activations), and with fast_decode on (bf16 activations in the GEMVs of bf16
- * matrices, batched or not: the same per-output chains at any batch size up to
- * HY_MATMUL_GEMV_MAX_T). Bad batches (repeated or full sequences, bad ids) fail and
- * change nothing.
+ * must keep fp32 activations), and with fast_decode on (n = 3, 5, 16: bf16 activations in the
+ * GEMVs of bf16 matrices, and fp8's own sum, batched or not: the same per-output chains at any
+ * batch size up to HY_MATMUL_GEMV_MAX_T); tiny-text also with fp8 weights quantized at load.
+ * Bad batches (repeated or full sequences, bad ids) fail and change nothing.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -77,7 +77,7 @@ static double run_case(const hy_model *m, const hy_ctx_opts *o, int n) {
     return worst;
 }
 
-static void check_model(const char *rel) {
+static void check_model(const char *rel, hy_wreq weights) {
     char *dir = hy_test_data_path(rel);
     hy_model *m = NULL;
     hy_err err;
@@ -92,22 +92,30 @@ static void check_model(const char *rel) {
         for (int th = 1; th <= 2; th++)
             for (size_t j = 0; j < sizeof ns / sizeof ns[0]; j++) {
                 hy_ctx_opts o = {.n_threads = th, .isa = isas[k], .fast_prefill = ns[j] >= 8,
-                                 .fast_decode = ns[j] == 3 || ns[j] == 16};
+                                 .fast_decode = ns[j] == 3 || ns[j] == 5 || ns[j] == 16, .weights = weights};
                 double e = run_case(m, &o, ns[j]);
-                printf("%-13s %-6s threads %d n %2d%s%s batched vs one by one max|d| = %g\n", rel, isas[k], th,
-                       ns[j], o.fast_prefill ? " (fast_prefill)" : "", o.fast_decode ? " (fast_decode)" : "", e);
+                printf("%-13s %-6s%s threads %d n %2d%s%s batched vs one by one max|d| = %g\n", rel, isas[k],
+                       weights == HY_WEIGHTS_FP8 ? " fp8" : "", th, ns[j], o.fast_prefill ? " (fast_prefill)" : "",
+                       o.fast_decode ? " (fast_decode)" : "", e);
             }
     hy_model_free(m);
 }
 
 static void test_tiny_text(void **st) {
     (void)st;
-    check_model("models/tiny-text");
+    check_model("models/tiny-text", HY_WEIGHTS_AUTO);
+}
+
+/* fp8 weights (quantized at load): the fast decode's FP8 sums (matmul.h) do not depend on T
+ * either (on AMX: fp32 FMAs for 1-4 tokens, the tiles for more, in one order) */
+static void test_tiny_text_fp8(void **st) {
+    (void)st;
+    check_model("models/tiny-text", HY_WEIGHTS_FP8);
 }
 
 static void test_tiny_mm_bf16(void **st) {
     (void)st;
-    check_model("models/tiny-mm-bf16");
+    check_model("models/tiny-mm-bf16", HY_WEIGHTS_AUTO);
 }
 
 static void test_bad_batches(void **st) {
@@ -159,6 +167,7 @@ static void test_bad_batches(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tiny_text),
+        cmocka_unit_test(test_tiny_text_fp8),
         cmocka_unit_test(test_tiny_mm_bf16),
         cmocka_unit_test(test_bad_batches),
     };

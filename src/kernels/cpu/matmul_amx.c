@@ -3,8 +3,8 @@
  * and later): hy_matmul_avx512_amx() is hy_matmul_avx512_intel() except that row groups
  * (HY_WFMT_BF16G, HY_WFMT_FP8G) and int8 blocks (Q8, Q4) with bf16 activations (HY_ACT_BF16,
  * the opt-in fast prefill) from HY_MATMUL_GEMM_MIN_T tokens on go through TDPBF16PS tiles, and
- * so do BF16G matrices under the fast decode (HY_ACT_BF16_GEMV, up to HY_MATMUL_GEMV_MAX_T tokens;
- * the fewest with fp32 FMAs in the tiles' order, below). kernels/cpu/dispatch.c picks
+ * so do BF16G and FP8G matrices under the fast decode (HY_ACT_BF16_GEMV, up to
+ * HY_MATMUL_GEMV_MAX_T tokens; the fewest with fp32 FMAs in the tiles' order, below). kernels/cpu/dispatch.c picks
  * it where the CPU has AMX-BF16 and the OS granted this process the tile state
  * (hy_cpu_amx_permit).
  *
@@ -286,12 +286,12 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
     _tile_release();
 }
 
-/* ---- The fast decode (HY_ACT_BF16_GEMV) on BF16G: up to HY_MATMUL_GEMV_MAX_T tokens ----
+/* ---- The fast decode (HY_ACT_BF16_GEMV) on BF16G and FP8G: up to HY_MATMUL_GEMV_MAX_T tokens ----
  * The sum of every (row, token) is amx_gemm's chain of TDPBF16PS steps of 32 columns, so results
- * are those of the fast prefill and do not depend on T. 5-32 tokens go through the tiles
+ * are those of the fast prefill on BF16G and do not depend on T. 5-32 tokens go through the tiles
  * (amx_gemv): the A tiles hold exactly the call's tokens (5-16: one tile and four row groups a
  * pass; 17-32: two tiles and two groups), the C tiles stay in the tiles over all the columns,
- * and the weights are tile-loaded where they lie (amx_gemm, which pads the tokens to 32, parks
+ * and BF16G weights are tile-loaded where they lie (amx_gemm, which pads the tokens to 32, parks
  * its accumulators in memory between column blocks and converts the tokens per call, ran the
  * 0.8B at one token at 0.65x the fp32 GEMV). 1-4 tokens compute the same sums with fp32 FMAs
  * (amx_emu, below): a core running tile instructions runs everything else slower too (this
@@ -301,12 +301,26 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
  * lines with vector loads first did not help), 0.96-0.98 with amx_emu.
  * Engine, 0.8B bf16, 2 threads, bench_streams tok/s fast decode against the exact one, same
  * run: 1 stream 20.1 / 21.2, 2 39.2 / 36.6, 4 69.3 / 66.4, 5 87.5 / 77.4, 8 129.7 / 94.9,
- * 16 216.9 / 123.1, 32 316.6 / 140.3. FP8G keeps its exact sums under the flag: through the
- * tiles (amx_conv_fp8g per call) one token ran at 0.49x its exact GEMV, 8 at 0.87x. */
+ * 16 216.9 / 123.1, 32 316.6 / 140.3.
+ * FP8G takes the FP8 sum of the fast decode (matmul.h): the codes as the bf16 bits of
+ * e4m3·2^-120 (a shift and an AND, no scale per weight: subnormal codes are bf16 denormals,
+ * which TDPBF16PS reads as zero) against x·scale·2^120 rounded to bf16, per row block of the
+ * scales (amx_pack_fp8). amx_gemm's conversion (bf16(e4m3·scale), a multiply per weight) ran
+ * one token at 0.49x the exact GEMV and 8 at 0.87x. 0.8B with fp8 weights (lm_head bf16), same
+ * run: 1 stream 25.5 / 26.3, 2 47.1 / 42.5, 5 102.9 / 82.4, 8 144.6 / 100.2, 16 230.4 / 110.7,
+ * 32 310.4 / 115.2; one thread, one token, 131072 x 5120 FP8G from DRAM: 0.98-1.01x the exact
+ * GEMV (the one-stream loss is lm_head's: bf16 248320 x 1024 at 0.94-0.97x). */
 
 /* prefetch distance of the tile GEMV's weight streams (2048: 0.90-0.92 of the fp32 GEMV at one
  * token; none 0.88-0.90, 8192 0.80) */
 #define AMX_PF 2048
+/* bytes of one 32-column step of a row group: BF16G 16 column pairs, FP8G 8 column quads */
+#define AMX_STEP_BF16 1024
+#define AMX_STEP_FP8 512
+/* 64-byte units of one row group: BF16G column pairs, FP8G column quads */
+static inline int amx_units(const hy_mat *W) {
+    return W->fmt == HY_WFMT_FP8G ? (W->cols + 3) / 4 : (W->cols + 1) / 2;
+}
 
 /* x's T tokens as bf16, [T][kp] (kp: K up to whole tile steps, zero padded) */
 static void amx_pack_rows(const float *x, size_t ldx, int T, int K, int kp, uint16_t *xs) {
@@ -314,6 +328,61 @@ static void amx_pack_rows(const float *x, size_t ldx, int T, int K, int kp, uint
         const float *s = x + (size_t)t * ldx;
         uint16_t *d = xs + (size_t)t * kp;
         for (int k = 0; k < kp; k += 32) _mm512_storeu_si512(d + k, amx_bf16x32(s + k, K - k));
+    }
+}
+
+/* 32 bf16 values as the fp32 values they are, into d[0, 32) */
+static inline void amx_store_f32(float *d, __m512i b) {
+    _mm512_storeu_si512(d, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(b)), 16));
+    _mm512_storeu_si512(d + 16, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(b, 1)), 16));
+}
+
+/* x's T tokens as bf16(fl32(scale(rbk, k)·2^120)·x(t, k)) (an FP8G matrix's fast decode, row
+ * block rbk), [T][kp], zero padded: bf16 values (tiles) or their fp32 values (f32, amx_emu).
+ * Returns whether every one of them is finite. W->bs1 is a multiple of 32: one scale a vector. */
+static bool amx_pack_fp8(const hy_mat *W, int rbk, const float *x, size_t ldx, int T, int K, int kp, void *dst,
+                         bool f32) {
+    const float *sr = W->scale + (size_t)rbk * (size_t)((W->cols + W->bs1 - 1) / W->bs1);
+    const __m512i ex = _mm512_set1_epi16(0x7f80);
+    __mmask32 bad = 0;
+    for (int t = 0; t < T; t++) {
+        const float *s = x + (size_t)t * ldx;
+        for (int k = 0; k < kp; k += 32) {
+            __m512i b = _mm512_setzero_si512();
+            if (k < K) {
+                const __m512 sc = _mm512_set1_ps(sr[k / W->bs1] * 0x1p120f);
+                const __mmask32 in = K - k >= 32 ? 0xffffffffu : (1u << (K - k)) - 1u;
+                const __m512 lo = _mm512_mul_ps(amx_load16(s + k, K - k), sc);
+                const __m512 hi = _mm512_mul_ps(amx_load16(s + k + 16, K - k - 16), sc);
+                b = _mm512_maskz_mov_epi16(in, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+                bad |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(b, ex), ex);
+            }
+            if (f32) amx_store_f32((float *)dst + (size_t)t * kp + k, b);
+            else _mm512_storeu_si512((uint16_t *)dst + (size_t)t * kp + k, b);
+        }
+    }
+    return bad == 0;
+}
+
+/* One FP8G step of a row group (nq of its 8 column quads at src, the rest zero) as the bf16 bits
+ * of e4m3·2^-120 in the BF16G pair layout (tile B): per quad, vi_fp8x_tu's two halves (t: columns
+ * 1 and 3 of each row, u: 0 and 2, one 16-bit lane each) interleaved into the pairs (0, 1) and
+ * (2, 3), then the AND that vf_fp8x_quad applies. */
+static void amx_fp8_step(const unsigned char *src, int nq, unsigned char *dst) {
+    const __m512i m = _mm512_set1_epi16((short)0x87f0);
+    const __m512i i01 = _mm512_set_epi16(62, 30, 60, 28, 58, 26, 56, 24, 54, 22, 52, 20, 50, 18, 48, 16, 46, 14, 44,
+                                         12, 42, 10, 40, 8, 38, 6, 36, 4, 34, 2, 32, 0);
+    const __m512i i23 = _mm512_add_epi16(i01, _mm512_set1_epi16(1));
+    for (int q = 0; q < AMX_STEP_FP8 / 64; q++) {
+        __m512i p01 = _mm512_setzero_si512(), p23 = p01;
+        if (q < nq) {
+            __m512i t, u;
+            vi_fp8x_tu(_mm512_loadu_si512(src + (size_t)q * 64), &t, &u);
+            p01 = _mm512_and_si512(_mm512_permutex2var_epi16(u, i01, t), m);
+            p23 = _mm512_and_si512(_mm512_permutex2var_epi16(u, i23, t), m);
+        }
+        _mm512_storeu_si512(dst + (size_t)(2 * q) * 64, p01);
+        _mm512_storeu_si512(dst + (size_t)(2 * q + 1) * 64, p23);
     }
 }
 
@@ -333,84 +402,97 @@ static void amx_config_gemv(int T) {
     _tile_loadconfig(&c);
 }
 
-/* ns steps of 32 columns: step s of group i at b[i] + s·1024 (the last step at tail[i] where
- * tail[0] is not NULL); the tokens' columns at xa + s·32 (tokens xld elements apart) */
-static inline void amx_gemv_steps(const unsigned char *const b[4], const unsigned char *const tail[4], int ng, bool two,
-                                  int ns, const uint16_t *xa, size_t xld) {
+/* One step of 32 columns: group i's B tile at b[i]; the tokens' columns at xa (tokens xld
+ * elements apart) */
+static inline __attribute__((always_inline)) void amx_gemv_step(const unsigned char *const b[4], int ng, bool two,
+                                                                const uint16_t *xa, size_t xld) {
     const size_t ld = xld * 2;
-    for (int s = 0; s < ns; s++) {
-        const bool last = s == ns - 1 && tail[0];
-#define AMX_B(i) (last ? tail[i] : b[i] + (size_t)s * 1024)
-        for (int i = 0; i < ng; i++)
-            for (int l = 0; l < 16; l++)
-                _mm_prefetch((const char *)b[i] + (size_t)s * 1024 + AMX_PF + l * 64, _MM_HINT_T0);
-        _tile_loadd(4, xa + (size_t)s * AMX_KS, ld);
-        if (two) {
-            _tile_loadd(5, xa + 16 * xld + (size_t)s * AMX_KS, ld);
-            _tile_loadd(6, AMX_B(0), 64);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(2, 5, 6);
-            if (ng > 1) {
-                _tile_loadd(7, AMX_B(1), 64);
-                _tile_dpbf16ps(1, 4, 7);
-                _tile_dpbf16ps(3, 5, 7);
-            }
-        } else {
-            _tile_loadd(5, AMX_B(0), 64);
-            _tile_dpbf16ps(0, 4, 5);
-            if (ng > 1) {
-                _tile_loadd(6, AMX_B(1), 64);
-                _tile_dpbf16ps(1, 4, 6);
-            }
-            if (ng > 2) {
-                _tile_loadd(7, AMX_B(2), 64);
-                _tile_dpbf16ps(2, 4, 7);
-            }
-            if (ng > 3) {
-                _tile_loadd(5, AMX_B(3), 64);
-                _tile_dpbf16ps(3, 4, 5);
-            }
+    _tile_loadd(4, xa, ld);
+    if (two) {
+        _tile_loadd(5, xa + 16 * xld, ld);
+        _tile_loadd(6, b[0], 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(2, 5, 6);
+        if (ng > 1) {
+            _tile_loadd(7, b[1], 64);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_dpbf16ps(3, 5, 7);
         }
-#undef AMX_B
+    } else {
+        _tile_loadd(5, b[0], 64);
+        _tile_dpbf16ps(0, 4, 5);
+        if (ng > 1) {
+            _tile_loadd(6, b[1], 64);
+            _tile_dpbf16ps(1, 4, 6);
+        }
+        if (ng > 2) {
+            _tile_loadd(7, b[2], 64);
+            _tile_dpbf16ps(2, 4, 7);
+        }
+        if (ng > 3) {
+            _tile_loadd(5, b[3], 64);
+            _tile_dpbf16ps(3, 4, 5);
+        }
     }
 }
 
-/* The groups' last step (pairs [jt, npair) of each, zero padded to 16) in tbuf, 1 KiB a group;
- * tail[i] points there, or every tail[i] is NULL where the groups have whole steps. */
-static void amx_tails(const hy_mat *W, int g0, int ng, int jt, unsigned char *tbuf, const unsigned char *tail[4]) {
-    const int npair = (W->cols + 1) / 2;
+/* The groups' last step (the pairs / quads of it each has, zero padded to the whole step) in
+ * tbuf, one step a group; tail[i] points there, or every tail[i] is NULL where the groups end
+ * on whole steps. */
+static void amx_tails(const hy_mat *W, int g0, int ng, int nst, unsigned char *tbuf, const unsigned char *tail[4]) {
+    const int per = (W->fmt == HY_WFMT_FP8G ? AMX_STEP_FP8 : AMX_STEP_BF16) / 64, nu = amx_units(W);
+    const int jt = (nst - 1) * per;
+    const size_t sb = (size_t)per * 64;
     for (int i = 0; i < 4; i++) tail[i] = NULL;
-    if (jt + AMX_KS / 2 <= npair) return;
-    memset(tbuf, 0, (size_t)ng * 1024);
+    if (jt + per <= nu) return;
+    memset(tbuf, 0, (size_t)ng * sb);
     for (int i = 0; i < ng; i++) {
         const unsigned char *src =
-            (const unsigned char *)W->data + ((size_t)(g0 + i) * (size_t)npair + (size_t)jt) * 64;
-        memcpy(tbuf + (size_t)i * 1024, src, (size_t)(npair - jt) * 64);
-        tail[i] = tbuf + (size_t)i * 1024;
+            (const unsigned char *)W->data + ((size_t)(g0 + i) * (size_t)nu + (size_t)jt) * 64;
+        memcpy(tbuf + (size_t)i * sb, src, (size_t)(nu - jt) * 64);
+        tail[i] = tbuf + (size_t)i * sb;
     }
 }
 
-static void amx_gemv(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
-                     bool accumulate, bool packed, void *scratch) {
-    const bool two = T > 16;
-    const int K = W->cols, npair = (K + 1) / 2, kp = (K + AMX_KS - 1) / AMX_KS * AMX_KS, gp = two ? 2 : 4;
-    const size_t gstride = (size_t)npair * 64;
+/* Rows [o0, o1) (one scale row block for FP8G) of T tokens through the tiles; xs: the tokens
+ * as bf16, [T][kp] (amx_pack_rows, amx_pack_fp8). */
+static void amx_gemv(const hy_mat *W, int T, const uint16_t *xs, int kp, float *y, size_t ldy, int o0, int o1,
+                     bool accumulate, void *scratch) {
+    const bool two = T > 16, f8 = W->fmt == HY_WFMT_FP8G;
+    const int gp = two ? 2 : 4, nst = kp / AMX_KS, nu = amx_units(W);
+    const size_t gstride = (size_t)nu * 64, sb = f8 ? AMX_STEP_FP8 : AMX_STEP_BF16;
     float *cbuf = scratch; /* the C tiles of a pass: [32 tokens][64 rows] */
     unsigned char *tbuf = (unsigned char *)scratch + (size_t)MG_NB * MG_AMX_MC * 4;
-    uint16_t *xs = (uint16_t *)(tbuf + (size_t)MG_AMX_MC * MG_KC * 2);
-    if (!packed) amx_pack_rows(x, ldx, T, K, kp, xs);
+    unsigned char *stage = tbuf + 4 * AMX_STEP_BF16; /* FP8G: a pass's converted steps, two in turn */
     amx_config_gemv(T);
-    const int gend = (o1 + HY_G_ROWS - 1) / HY_G_ROWS, nst = kp / AMX_KS;
+    const int gend = (o1 + HY_G_ROWS - 1) / HY_G_ROWS;
     for (int g0 = o0 / HY_G_ROWS; g0 < gend; g0 += gp) {
         const int ng = gend - g0 < gp ? gend - g0 : gp;
         _tile_zero(0);
         _tile_zero(1);
         _tile_zero(2);
         _tile_zero(3);
-        const unsigned char *b[4], *tail[4];
-        for (int i = 0; i < 4; i++) b[i] = (const unsigned char *)W->data + (size_t)(g0 + (i < ng ? i : 0)) * gstride;
-        amx_tails(W, g0, ng, (nst - 1) * (AMX_KS / 2), tbuf, tail);
-        amx_gemv_steps(b, tail, ng, two, nst, xs, (size_t)kp);
+        const unsigned char *w[4], *tail[4];
+        for (int i = 0; i < 4; i++)
+            w[i] = (const unsigned char *)W->data + (size_t)(g0 + (i < ng ? i : 0)) * gstride;
+        if (!f8) amx_tails(W, g0, ng, nst, tbuf, tail);
+        for (int s = 0; s < nst; s++) {
+            const unsigned char *b[4];
+            for (int i = 0; i < ng; i++)
+                for (size_t l = 0; l < sb; l += 64)
+                    _mm_prefetch((const char *)w[i] + (size_t)s * sb + AMX_PF + l, _MM_HINT_T0);
+            if (f8) {
+                unsigned char *st = stage + (size_t)(s & 1) * 4 * AMX_STEP_BF16;
+                const int q = nu - s * (AMX_STEP_FP8 / 64); /* quads left */
+                for (int i = 0; i < ng; i++) {
+                    amx_fp8_step(w[i] + (size_t)s * sb, q, st + (size_t)i * AMX_STEP_BF16);
+                    b[i] = st + (size_t)i * AMX_STEP_BF16;
+                }
+            } else {
+                for (int i = 0; i < ng; i++) b[i] = s == nst - 1 && tail[0] ? tail[i] : w[i] + (size_t)s * sb;
+            }
+            amx_gemv_step(b, ng, two, xs + (size_t)s * AMX_KS, (size_t)kp);
+        }
         const size_t cld = 64 * 4;
         _tile_stored(0, cbuf, cld);
         _tile_stored(1, cbuf + 16, cld);
@@ -448,40 +530,51 @@ static void amx_emu_pack(const float *x, size_t ldx, int T, int K, int kp, float
     for (int t = 0; t < T; t++) {
         const float *s = x + (size_t)t * ldx;
         float *d = xf + (size_t)t * kp;
-        for (int k = 0; k < kp; k += 16) {
-            const __m256i h = (__m256i)_mm512_cvtneps_pbh(amx_load16(s + k, K - k));
-            _mm512_storeu_ps(d + k, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
-        }
+        for (int k = 0; k < kp; k += 32) amx_store_f32(d + k, amx_bf16x32(s + k, K - k));
     }
 }
 
-/* NG groups (wg[g]: their first pair) x T tokens (xf, kp apart) over nst steps, the last one at
- * tail[g] where tail[0] is not NULL; results into c ([token][AMX_EMU_NG·16]) */
-static inline __attribute__((always_inline)) void amx_emu_tile(const int NG, const int T,
+/* NG groups (wg[g]: their first pair or quad) x T tokens (xf, kp apart) over nst steps, the
+ * last one at tail[g] where tail[0] is not NULL; results into c ([token][AMX_EMU_NG·16]). Four
+ * columns at a time: two BF16G pairs (even columns: the low halves), or one FP8G quad
+ * (vf_fp8x_quad: the bf16 bits of amx_fp8_step as fp32). */
+static inline __attribute__((always_inline)) void amx_emu_tile(const bool F8, const int NG, const int T,
                                                                const unsigned char *const wg[AMX_EMU_NG],
                                                                const unsigned char *const tail[4], int nst,
                                                                const float *xf, int kp, float *c) {
+    const size_t sb = F8 ? AMX_STEP_FP8 : AMX_STEP_BF16;
     __m512 acc[AMX_EMU_NG][AMX_EMU_MAX_T];
     const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
     AMX_UNROLL for (int g = 0; g < NG; g++)
         AMX_UNROLL for (int t = 0; t < T; t++) acc[g][t] = _mm512_setzero_ps();
     for (int s = 0; s < nst; s++) {
         const unsigned char *w[AMX_EMU_NG];
-        AMX_UNROLL for (int g = 0; g < NG; g++) w[g] = s == nst - 1 && tail[0] ? tail[g] : wg[g] + (size_t)s * 1024;
+        AMX_UNROLL for (int g = 0; g < NG; g++) w[g] = s == nst - 1 && tail[0] ? tail[g] : wg[g] + (size_t)s * sb;
         __m512 e[AMX_EMU_NG][AMX_EMU_MAX_T], o[AMX_EMU_NG][AMX_EMU_MAX_T];
         AMX_UNROLL for (int g = 0; g < NG; g++)
             AMX_UNROLL for (int t = 0; t < T; t++) e[g][t] = o[g][t] = _mm512_setzero_ps();
         const float *xs = xf + (size_t)s * AMX_KS;
-        AMX_UNROLL for (int j = 0; j < AMX_KS / 2; j++) {
+        AMX_UNROLL for (int j = 0; j < AMX_KS; j += 4) { /* columns j .. j + 3 of the step */
             AMX_UNROLL for (int g = 0; g < NG; g++) {
-                _mm_prefetch((const char *)wg[g] + (size_t)s * 1024 + (size_t)j * 64 + AMX_PF, _MM_HINT_T0);
-                const __m512i d = _mm512_loadu_si512(w[g] + (size_t)j * 64);
-                const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(d, 16));
-                const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(d, hi));
-                AMX_UNROLL for (int t = 0; t < T; t++) {
-                    e[g][t] = _mm512_fmadd_ps(we, _mm512_set1_ps(xs[(size_t)t * kp + 2 * j]), e[g][t]);
-                    o[g][t] = _mm512_fmadd_ps(wo, _mm512_set1_ps(xs[(size_t)t * kp + 2 * j + 1]), o[g][t]);
+                __m512 v[4];
+                if (F8) {
+                    _mm_prefetch((const char *)wg[g] + (size_t)s * sb + (size_t)j * 16 + AMX_PF, _MM_HINT_T0);
+                    vf_fp8x_quad(_mm512_loadu_si512(w[g] + (size_t)j * 16), v);
+                } else {
+                    AMX_UNROLL for (int h = 0; h < 2; h++) {
+                        const size_t off = (size_t)(j / 2 + h) * 64;
+                        _mm_prefetch((const char *)wg[g] + (size_t)s * sb + off + AMX_PF, _MM_HINT_T0);
+                        const __m512i d = _mm512_loadu_si512(w[g] + off);
+                        v[2 * h] = _mm512_castsi512_ps(_mm512_slli_epi32(d, 16));
+                        v[2 * h + 1] = _mm512_castsi512_ps(_mm512_and_si512(d, hi));
+                    }
                 }
+                AMX_UNROLL for (int h = 0; h < 2; h++)
+                    AMX_UNROLL for (int t = 0; t < T; t++) {
+                        const float *xt = xs + (size_t)t * kp + j + 2 * h;
+                        e[g][t] = _mm512_fmadd_ps(v[2 * h], _mm512_set1_ps(xt[0]), e[g][t]);
+                        o[g][t] = _mm512_fmadd_ps(v[2 * h + 1], _mm512_set1_ps(xt[1]), o[g][t]);
+                    }
             }
         }
         AMX_UNROLL for (int g = 0; g < NG; g++)
@@ -492,13 +585,37 @@ static inline __attribute__((always_inline)) void amx_emu_tile(const int NG, con
         AMX_UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(c + (size_t)t * AMX_EMU_CLD + g * 16, acc[g][t]);
 }
 
-static void amx_emu(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
-                    bool accumulate, bool packed, void *scratch) {
-    const int K = W->cols, npair = (K + 1) / 2, kp = (K + AMX_KS - 1) / AMX_KS * AMX_KS, nst = kp / AMX_KS;
+/* amx_emu_tile's cases: the tokens and groups as constants */
+static inline __attribute__((always_inline)) void amx_emu_case(const bool F8, int T, int ng,
+                                                               const unsigned char *const wg[AMX_EMU_NG],
+                                                               const unsigned char *const tail[4], int nst,
+                                                               const float *xf, int kp, float *c) {
+#define AMX_EMU_T(NG)                                                                                       \
+    switch (T) {                                                                                            \
+    case 2: amx_emu_tile(F8, NG, 2, wg, tail, nst, xf, kp, c); break;                                       \
+    case 3: amx_emu_tile(F8, NG, 3, wg, tail, nst, xf, kp, c); break;                                       \
+    default: amx_emu_tile(F8, NG, 4, wg, tail, nst, xf, kp, c); break;                                      \
+    }
+    if (T == 1) switch (ng) {
+        case 1: amx_emu_tile(F8, 1, 1, wg, tail, nst, xf, kp, c); break;
+        case 2: amx_emu_tile(F8, 2, 1, wg, tail, nst, xf, kp, c); break;
+        case 3: amx_emu_tile(F8, 3, 1, wg, tail, nst, xf, kp, c); break;
+        default: amx_emu_tile(F8, 4, 1, wg, tail, nst, xf, kp, c); break;
+        }
+    else if (ng == 2) AMX_EMU_T(2)
+    else AMX_EMU_T(1)
+#undef AMX_EMU_T
+}
+
+/* Rows [o0, o1) (one scale row block for FP8G) of T <= AMX_EMU_MAX_T tokens with fp32 FMAs;
+ * xf: the tokens as fp32 values of bf16, [T][kp] (amx_emu_pack, amx_pack_fp8). */
+static void amx_emu(const hy_mat *W, int T, const float *xf, int kp, float *y, size_t ldy, int o0, int o1,
+                    bool accumulate, void *scratch) {
+    const bool f8 = W->fmt == HY_WFMT_FP8G;
+    const int nst = kp / AMX_KS;
+    const size_t gstride = (size_t)amx_units(W) * 64;
     float *cbuf = scratch;
     unsigned char *tbuf = (unsigned char *)scratch + (size_t)MG_NB * MG_AMX_MC * 4;
-    float *xf = (float *)(tbuf + (size_t)MG_AMX_MC * MG_KC * 2);
-    if (!packed) amx_emu_pack(x, ldx, T, K, kp, xf);
     const unsigned int csr = _mm_getcsr();
     _mm_setcsr(csr | 0x8040u); /* FTZ, DAZ */
     const int gend = (o1 + HY_G_ROWS - 1) / HY_G_ROWS;
@@ -507,28 +624,16 @@ static void amx_emu(const hy_mat *W, int T, const float *x, size_t ldx, float *y
         const int ng = gend - g0 < gp ? gend - g0 : gp;
         const unsigned char *wg[AMX_EMU_NG], *tail[4];
         for (int g = 0; g < AMX_EMU_NG; g++)
-            wg[g] = (const unsigned char *)W->data + (size_t)(g0 + (g < ng ? g : 0)) * (size_t)npair * 64;
-        amx_tails(W, g0, ng, (nst - 1) * (AMX_KS / 2), tbuf, tail);
-#define AMX_EMU_T(NG)                                                                                       \
-    switch (T) {                                                                                            \
-    case 2: amx_emu_tile(NG, 2, wg, tail, nst, xf, kp, cbuf); break;                                        \
-    case 3: amx_emu_tile(NG, 3, wg, tail, nst, xf, kp, cbuf); break;                                        \
-    default: amx_emu_tile(NG, 4, wg, tail, nst, xf, kp, cbuf); break;                                       \
-    }
-        if (T == 1) switch (ng) {
-            case 1: amx_emu_tile(1, 1, wg, tail, nst, xf, kp, cbuf); break;
-            case 2: amx_emu_tile(2, 1, wg, tail, nst, xf, kp, cbuf); break;
-            case 3: amx_emu_tile(3, 1, wg, tail, nst, xf, kp, cbuf); break;
-            default: amx_emu_tile(4, 1, wg, tail, nst, xf, kp, cbuf); break;
-            }
-        else if (ng == 2) AMX_EMU_T(2)
-        else AMX_EMU_T(1)
-#undef AMX_EMU_T
+            wg[g] = (const unsigned char *)W->data + (size_t)(g0 + (g < ng ? g : 0)) * gstride;
+        amx_tails(W, g0, ng, nst, tbuf, tail);
+        if (f8) amx_emu_case(true, T, ng, wg, tail, nst, xf, kp, cbuf);
+        else amx_emu_case(false, T, ng, wg, tail, nst, xf, kp, cbuf);
         amx_put_rows(cbuf, AMX_EMU_CLD, T, g0 * HY_G_ROWS, (g0 + ng) * HY_G_ROWS, o0, o1, y, ldy, accumulate);
     }
     _mm_setcsr(csr);
 }
 _Static_assert(AMX_EMU_NG == 4 && AMX_EMU_MAX_T == 4, "amx_emu's cases");
+_Static_assert(4 * AMX_STEP_BF16 + 2 * 4 * AMX_STEP_BF16 <= AMX_TAIL_BYTES, "amx_gemv's tails and FP8G steps");
 
 #if defined(__clang__)
 #pragma clang attribute pop
@@ -538,26 +643,67 @@ _Static_assert(AMX_EMU_NG == 4 && AMX_EMU_MAX_T == 4, "amx_emu's cases");
 
 /* What the scratch's converted tokens hold (the AMX part of the scratch header, matmul_blk.h):
  * HY_ACT_KEEP_X lets the pieces of one matmul (the forward's row pieces of 128, the
- * up_proj after gate_proj) skip amx_pack_x, which took ~25% of amx_gemm's time when every
+ * up_proj after gate_proj) skip the conversion, which took ~25% of amx_gemm's time when every
  * piece converted all its tokens again. Valid only when one token block held them all. */
+typedef enum amx_layout {
+    AMX_X_GEMM = 1, /* amx_pack_x's */
+    AMX_X_BF16,     /* the fast decode's on BF16G (amx_pack_rows or, from T, amx_emu_pack) */
+    AMX_X_FP8,      /* the fast decode's on FP8G, of one matrix's row block (amx_pack_fp8) */
+} amx_layout;
 typedef struct amx_rec {
     const float *x;
     size_t ldx;
     int T, K, valid;
-    bool gemv; /* the fast decode's layout (amx_gemv's or, from T, amx_emu's), else amx_gemm's */
+    amx_layout layout;
+    const float *scale; /* AMX_X_FP8: the matrix's block scales and the row block */
+    int rbk;
 } amx_rec;
 _Static_assert(sizeof(amx_rec) <= MM_HDR_AMX_BYTES, "AMX scratch record");
 
 /* Whether this call may use the tokens the previous one converted (HY_ACT_KEEP_X, the same x,
- * T and K, the same layout); records this call's. The Intel instance's record is cleared: the
- * conversion writes over what it kept in the scratch. */
-static bool amx_keep(void *scratch, hy_act act, const float *x, size_t ldx, int T, int K, bool gemv, bool valid) {
+ * T and K, the same layout and, for FP8G, the same scales and row block); records this call's.
+ * The Intel instance's record is cleared: the conversion writes over what it kept in the
+ * scratch. */
+static bool amx_keep(void *scratch, hy_act act, const amx_rec *now) {
     amx_rec *rec = (amx_rec *)((unsigned char *)scratch + MM_HDR_SIMD_BYTES);
-    const bool packed = (act & HY_ACT_KEEP_X) && rec->valid && rec->gemv == gemv && rec->x == x && rec->ldx == ldx &&
-                        rec->T == T && rec->K == K;
+    const bool packed = (act & HY_ACT_KEEP_X) && rec->valid && rec->layout == now->layout && rec->x == now->x &&
+                        rec->ldx == now->ldx && rec->T == now->T && rec->K == now->K && rec->scale == now->scale &&
+                        rec->rbk == now->rbk;
     memset(scratch, 0, MM_HDR_SIMD_BYTES);
-    *rec = (amx_rec){x, ldx, T, K, valid, gemv};
+    *rec = *now;
     return packed;
+}
+
+/* The fast decode: BF16G over the call's rows; FP8G per row block of its scales, a row block
+ * whose scaled tokens are not finite through the Intel instance's exact sums (matmul.h). */
+static void amx_fast(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
+                     bool accumulate, hy_act act, void *scratch) {
+    const int K = W->cols, kp = (K + AMX_KS - 1) / AMX_KS * AMX_KS;
+    const bool emu = T <= AMX_EMU_MAX_T;
+    void *base = (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR;
+    void *xs = (unsigned char *)base + (size_t)MG_NB * MG_AMX_MC * 4 + (size_t)MG_AMX_MC * MG_KC * 2;
+    if (W->fmt == HY_WFMT_BF16G) {
+        if (!amx_keep(scratch, act, &(amx_rec){x, ldx, T, K, 1, AMX_X_BF16, NULL, 0})) {
+            if (emu) amx_emu_pack(x, ldx, T, K, kp, xs);
+            else amx_pack_rows(x, ldx, T, K, kp, xs);
+        }
+        if (emu) amx_emu(W, T, xs, kp, y, ldy, o0, o1, accumulate, base);
+        else amx_gemv(W, T, xs, kp, y, ldy, o0, o1, accumulate, base);
+        return;
+    }
+    for (int rb = o0, re; rb < o1; rb = re) {
+        const int rbk = rb / W->bs0;
+        re = (rbk + 1) * W->bs0 < o1 ? (rbk + 1) * W->bs0 : o1;
+        amx_rec *rec = (amx_rec *)((unsigned char *)scratch + MM_HDR_SIMD_BYTES);
+        if (!amx_keep(scratch, act, &(amx_rec){x, ldx, T, K, 1, AMX_X_FP8, W->scale, rbk}) &&
+            !amx_pack_fp8(W, rbk, x, ldx, T, K, kp, xs, emu)) {
+            rec->valid = 0;
+            hy_matmul_avx512_intel()(W, T, x, ldx, y, ldy, rb, re, accumulate, act & ~HY_ACT_KEEP_X, scratch);
+            continue;
+        }
+        if (emu) amx_emu(W, T, xs, kp, y, ldy, rb, re, accumulate, base);
+        else amx_gemv(W, T, xs, kp, y, ldy, rb, re, accumulate, base);
+    }
 }
 
 static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
@@ -566,16 +712,13 @@ static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y,
     const bool fmt = W->fmt == HY_WFMT_BF16G || W->fmt == HY_WFMT_FP8G || W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4;
     if (fmt && HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T) {
         if (o1 <= o0) return;
-        const bool packed = amx_keep(scratch, act, x, ldx, T, W->cols, false, T <= MG_NB);
+        const bool packed = amx_keep(scratch, act, &(amx_rec){x, ldx, T, W->cols, T <= MG_NB, AMX_X_GEMM, NULL, 0});
         amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed,
                  (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
         return;
     }
-    if (W->fmt == HY_WFMT_BF16G && hy_act_gemv_bf16(act, T)) {
-        if (o1 <= o0) return;
-        const bool packed = amx_keep(scratch, act, x, ldx, T, W->cols, true, true);
-        (T <= AMX_EMU_MAX_T ? amx_emu : amx_gemv)(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed,
-                                                  (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
+    if ((W->fmt == HY_WFMT_BF16G || (W->fmt == HY_WFMT_FP8G && W->bs1 % AMX_KS == 0)) && hy_act_gemv_bf16(act, T)) {
+        if (o1 > o0) amx_fast(W, T, x, ldx, y, ldy, o0, o1, accumulate, act, scratch);
         return;
     }
     rec->valid = 0; /* the Intel instance may write over the converted tokens */
