@@ -34,8 +34,9 @@
  *       output where the ISA has it (matmul_simd.inc), in the fp32 GEMV tiles elsewhere. Why:
  *       a batched decode step of 8-32 sequences is bound by the fp32 FMAs, vdpbf16ps does two
  *       products per lane in one.
- *   FP8 weights, HY_ACT_BF16_GEMV, on tiers with vdpbf16ps (the avx512 tier; the others stay
- *       exact): y = Σ_k ftz(e4m3(o,k))·bf16(fl32(scale(o,k)·2^120)·x(t,k))·2^-120, one chain of
+ *   FP8 weights, HY_ACT_BF16_GEMV, on the avx512 tier's Zen instance (hy_matmul_avx512(): the
+ *       others stay exact, its Intel instances too, where vdpbf16ps runs at half rate; except
+ *       FP8G on AMX, below): y = Σ_k ftz(e4m3(o,k))·bf16(fl32(scale(o,k)·2^120)·x(t,k))·2^-120, one chain of
  *       vdpbf16ps steps per output, where ftz reads the subnormal codes (below 2^-6, under
  *       1/28672 of the block's largest) as 0 (vdpbf16ps treats denormal bf16 inputs as 0, and
  *       the codes go to it as bf16 bits of e4m3·2^-120); a row block whose scaled activations
@@ -240,7 +241,8 @@ hy_matmul_fn hy_matmul_get(hy_isa isa);
 hy_matmul_fn hy_matmul_avx2(void);
 hy_matmul_fn hy_matmul_avx512(void);
 /* The avx512 kernels tuned for Intel cores (matmul_avx512_intel.c): on a given matrix the same
- * sums in the same order as hy_matmul_avx512(), other prefetch and tiles, and other layouts
+ * sums in the same order as hy_matmul_avx512() (except FP8 under HY_ACT_BF16_GEMV: exact, see
+ * the semantics above), other prefetch and tiles, and other layouts
  * asked of the loader (hy_matmul_bf16_groups / hy_matmul_fp8_groups with intel); kernels/cpu/
  * dispatch.c chooses. */
 hy_matmul_fn hy_matmul_avx512_intel(void);

@@ -142,6 +142,10 @@ static int setup(void **st) {
     return 0;
 }
 
+/* Whether tier ti computes FP8's fast decode sum (vdpbf16ps): the avx512 tier's Zen instance;
+ * its Intel instances keep FP8 exact (vdpbf16ps at half rate there; matmul_avx512.c) */
+static bool tier_fp8dp(int ti) { return !strcmp(tier_name[ti], "avx512"); }
+
 /* A matrix in one format with everything it owns. */
 typedef struct owned_mat {
     hy_mat m;
@@ -294,13 +298,13 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
         if (am == 1 && q && !any_amx) continue;
         const hy_act act = am == 1 ? HY_ACT_BF16 : am == 2 ? HY_ACT_BF16_GEMV : HY_ACT_F32;
         float *yref = run(hy_ref_matmul_mat, &o.m, T, x, ldx, act, NULL, 0, false, scratch);
-        /* FP8 under the fast decode: the reference computes the sum of the tiers with vdpbf16ps
-         * (the avx512 ones); the others stay exact */
+        /* FP8 under the fast decode: the reference computes the sum of the tier with vdpbf16ps
+         * (tier_fp8dp); the others stay exact */
         const bool f8fast = am == 2 && f == HY_WFMT_FP8;
         float *yref_x = f8fast ? run(hy_ref_matmul_mat, &o.m, T, x, ldx, HY_ACT_F32, NULL, 0, false, scratch) : NULL;
         const int ldy = rows + 3;
         for (int ti = 0; ti < n_tiers; ti++) {
-            const bool dp = !strncmp(tier_name[ti], "avx512", 6);
+            const bool dp = tier_fp8dp(ti);
             const float *yr = f8fast && !dp ? yref_x : yref;
             float *y = run(tier_fn[ti], &o.m, T, x, ldx, act, NULL, 0, false, scratch);
             float *ys = run(tier_fn[ti], &o.m, T, x, ldx, act, cut, ncut, false, scratch);
@@ -696,8 +700,8 @@ static void fp8_large_x_case(const hy_wfmt f, const int R, const int C) {
         }
         free(y3);
         float *yq = run(tier_fn[ti], &o.m, 1, x, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
-        /* rounded where the tier has vdpbf16ps (FP8G: on AMX, in its order) */
-        const bool dp = f == HY_WFMT_FP8 ? !strncmp(tier_name[ti], "avx512", 6) : tier_amx[ti];
+        /* rounded where the tier computes the fast decode's sum (FP8G: on AMX, in its order) */
+        const bool dp = f == HY_WFMT_FP8 ? tier_fp8dp(ti) : tier_amx[ti];
         assert_true(!memcmp(yq, one, sizeof(float) * R) == !dp);
         if (f == HY_WFMT_FP8G && dp) check_amx_order(&o.m, x, C, 1, yq, ldy, "amx fast decode, large x");
         float *wr = malloc(sizeof(float) * C);

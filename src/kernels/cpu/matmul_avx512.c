@@ -9,9 +9,10 @@
  *
  * Two instances: this file (tuned on Zen 4) and matmul_avx512_intel.c, which defines
  * MM_AVX512_INTEL and includes this file, for Intel cores (dispatch.c picks it by the CPU's
- * vendor, or HYLA_TUNE). On a given matrix both compute the same sums in the same order; they
- * differ in software prefetch, in tile shapes, and in the layouts they ask the loader for (the
- * Intel one row groups for BF16 and FP8: below). On Zen 4 the hardware prefetchers fed one-token
+ * vendor, or HYLA_TUNE). On a given matrix both compute the same sums in the same order, except
+ * FP8 under the fast decode (exact on Intel: MM_FP8_GEMV_DP); they differ in software prefetch,
+ * in tile shapes, and in the layouts they ask the loader for (the Intel one row groups for BF16
+ * and FP8: below). On Zen 4 the hardware prefetchers fed one-token
  * bf16 rows of up to ~4096 columns and Q8 / Q4 records best alone (prefetching every line was
  * 5-12% slower). An Intel core (Xeon, AVX-512 BF16, 2 vCPUs, 15 GB/s per core from DRAM) keeps
  * too few lines in flight while it computes: prefetching every line 32 KiB ahead (into L2) read
@@ -46,6 +47,16 @@ typedef __m512i vi;
 #define MM_BF16_PANEL_PF 1   /* gemv_bf16_panels prefetches every line */
 #else
 #define MM_BF16_T1_PF_COLS 4096
+#endif
+/* FP8 (row-major codes) under the fast decode: vdpbf16ps (gemv_fp8dp) on Zen 4, the exact GEMV on
+ * Intel cores, where vdpbf16ps runs at half the FMA rate: one thread, 65536 x 5120 from DRAM,
+ * gemv_fp8dp against the exact GEMV T = 1 0.85x, 4 0.66x, 8 0.84x, 16 0.83x. (The AMX instance
+ * takes FP8G, which the Intel instance asks the loader for, through its tiles; plain FP8 stays
+ * where a checkpoint is read in place from the mmap.) */
+#ifdef MM_AVX512_INTEL
+#define MM_FP8_GEMV_DP 0
+#else
+#define MM_FP8_GEMV_DP 1
 #endif
 /* one-token calls on bf16 panel matrices: gemv_bf16_panels (matmul_simd.inc) */
 #define MM_BF16_T1_PANEL_WALK 1
