@@ -305,7 +305,7 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
  * FP8G takes the FP8 sum of the fast decode (matmul.h): the codes as the bf16 bits of
  * e4m3·2^-120 (a shift and an AND, no scale per weight: subnormal codes are bf16 denormals,
  * which TDPBF16PS reads as zero) against x·scale·2^120 rounded to bf16, per row block of the
- * scales (amx_pack_fp8). amx_gemm's conversion (bf16(e4m3·scale), a multiply per weight) ran
+ * scales (amx_pack_tokens). amx_gemm's conversion (bf16(e4m3·scale), a multiply per weight) ran
  * one token at 0.49x the exact GEMV and 8 at 0.87x. 0.8B with fp8 weights (lm_head bf16), same
  * run: 1 stream 25.5 / 26.3, 2 47.1 / 42.5, 5 102.9 / 82.4, 8 144.6 / 100.2, 16 230.4 / 110.7,
  * 32 310.4 / 115.2; one thread, one token, 131072 x 5120 FP8G from DRAM: 0.98-1.01x the exact
@@ -322,27 +322,18 @@ static inline int amx_units(const hy_mat *W) {
     return W->fmt == HY_WFMT_FP8G ? (W->cols + 3) / 4 : (W->cols + 1) / 2;
 }
 
-/* x's T tokens as bf16, [T][kp] (kp: K up to whole tile steps, zero padded) */
-static void amx_pack_rows(const float *x, size_t ldx, int T, int K, int kp, uint16_t *xs) {
-    for (int t = 0; t < T; t++) {
-        const float *s = x + (size_t)t * ldx;
-        uint16_t *d = xs + (size_t)t * kp;
-        for (int k = 0; k < kp; k += 32) _mm512_storeu_si512(d + k, amx_bf16x32(s + k, K - k));
-    }
-}
-
 /* 32 bf16 values as the fp32 values they are, into d[0, 32) */
 static inline void amx_store_f32(float *d, __m512i b) {
     _mm512_storeu_si512(d, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(b)), 16));
     _mm512_storeu_si512(d + 16, _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(b, 1)), 16));
 }
 
-/* x's T tokens as bf16(fl32(scale(rbk, k)·2^120)·x(t, k)) (an FP8G matrix's fast decode, row
- * block rbk), [T][kp], zero padded: bf16 values (tiles) or their fp32 values (f32, amx_emu).
- * Returns whether every one of them is finite. W->bs1 is a multiple of 32: one scale a vector. */
-static bool amx_pack_fp8(const hy_mat *W, int rbk, const float *x, size_t ldx, int T, int K, int kp, void *dst,
-                         bool f32) {
-    const float *sr = W->scale + (size_t)rbk * (size_t)((W->cols + W->bs1 - 1) / W->bs1);
+/* The fast decode's tokens: x's T tokens rounded to bf16, [T][kp] (kp: K up to whole tile
+ * steps, zero padded), as bf16 values (amx_gemv) or their fp32 values (f32: amx_emu). For FP8G
+ * (sr: the scales of its row block, bs1 columns each, a multiple of 32: one scale a vector)
+ * bf16(fl32(scale·2^120)·x). Returns whether every one of them is finite. */
+static bool amx_pack_tokens(const float *x, size_t ldx, int T, int K, int kp, const float *sr, int bs1, void *dst,
+                            bool f32) {
     const __m512i ex = _mm512_set1_epi16(0x7f80);
     __mmask32 bad = 0;
     for (int t = 0; t < T; t++) {
@@ -350,10 +341,14 @@ static bool amx_pack_fp8(const hy_mat *W, int rbk, const float *x, size_t ldx, i
         for (int k = 0; k < kp; k += 32) {
             __m512i b = _mm512_setzero_si512();
             if (k < K) {
-                const __m512 sc = _mm512_set1_ps(sr[k / W->bs1] * 0x1p120f);
+                __m512 lo = amx_load16(s + k, K - k), hi = amx_load16(s + k + 16, K - k - 16);
+                if (sr) {
+                    const __m512 sc = _mm512_set1_ps(sr[k / bs1] * 0x1p120f);
+                    lo = _mm512_mul_ps(lo, sc);
+                    hi = _mm512_mul_ps(hi, sc);
+                }
+                /* past K zeros even where 0·scale is not (an infinite scale) */
                 const __mmask32 in = K - k >= 32 ? 0xffffffffu : (1u << (K - k)) - 1u;
-                const __m512 lo = _mm512_mul_ps(amx_load16(s + k, K - k), sc);
-                const __m512 hi = _mm512_mul_ps(amx_load16(s + k + 16, K - k - 16), sc);
                 b = _mm512_maskz_mov_epi16(in, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
                 bad |= _mm512_cmpeq_epi16_mask(_mm512_and_si512(b, ex), ex);
             }
@@ -455,7 +450,7 @@ static void amx_tails(const hy_mat *W, int g0, int ng, int nst, unsigned char *t
 }
 
 /* Rows [o0, o1) (one scale row block for FP8G) of T tokens through the tiles; xs: the tokens
- * as bf16, [T][kp] (amx_pack_rows, amx_pack_fp8). */
+ * as bf16, [T][kp] (amx_pack_tokens). */
 static void amx_gemv(const hy_mat *W, int T, const uint16_t *xs, int kp, float *y, size_t ldy, int o0, int o1,
                      bool accumulate, void *scratch) {
     const bool two = T > 16, f8 = W->fmt == HY_WFMT_FP8G;
@@ -524,15 +519,6 @@ static void amx_gemv(const hy_mat *W, int T, const uint16_t *xs, int kp, float *
 #else
 #define AMX_UNROLL _Pragma("GCC unroll 16")
 #endif
-
-/* x's T tokens as the fp32 values of their bf16 rounding, [T][kp], zero padded */
-static void amx_emu_pack(const float *x, size_t ldx, int T, int K, int kp, float *xf) {
-    for (int t = 0; t < T; t++) {
-        const float *s = x + (size_t)t * ldx;
-        float *d = xf + (size_t)t * kp;
-        for (int k = 0; k < kp; k += 32) amx_store_f32(d + k, amx_bf16x32(s + k, K - k));
-    }
-}
 
 /* NG groups (wg[g]: their first pair or quad) x T tokens (xf, kp apart) over nst steps, the
  * last one at tail[g] where tail[0] is not NULL; results into c ([token][AMX_EMU_NG·16]). Four
@@ -608,7 +594,7 @@ static inline __attribute__((always_inline)) void amx_emu_case(const bool F8, in
 }
 
 /* Rows [o0, o1) (one scale row block for FP8G) of T <= AMX_EMU_MAX_T tokens with fp32 FMAs;
- * xf: the tokens as fp32 values of bf16, [T][kp] (amx_emu_pack, amx_pack_fp8). */
+ * xf: the tokens as fp32 values of bf16, [T][kp] (amx_pack_tokens). */
 static void amx_emu(const hy_mat *W, int T, const float *xf, int kp, float *y, size_t ldy, int o0, int o1,
                     bool accumulate, void *scratch) {
     const bool f8 = W->fmt == HY_WFMT_FP8G;
@@ -647,8 +633,8 @@ _Static_assert(4 * AMX_STEP_BF16 + 2 * 4 * AMX_STEP_BF16 <= AMX_TAIL_BYTES, "amx
  * piece converted all its tokens again. Valid only when one token block held them all. */
 typedef enum amx_layout {
     AMX_X_GEMM = 1, /* amx_pack_x's */
-    AMX_X_BF16,     /* the fast decode's on BF16G (amx_pack_rows or, from T, amx_emu_pack) */
-    AMX_X_FP8,      /* the fast decode's on FP8G, of one matrix's row block (amx_pack_fp8) */
+    AMX_X_BF16,     /* the fast decode's on BF16G (amx_pack_tokens: bf16 or, from T, fp32) */
+    AMX_X_FP8,      /* the fast decode's on FP8G, of one matrix's row block (amx_pack_tokens) */
 } amx_layout;
 typedef struct amx_rec {
     const float *x;
@@ -674,29 +660,23 @@ static bool amx_keep(void *scratch, hy_act act, const amx_rec *now) {
     return packed;
 }
 
-/* The fast decode: BF16G over the call's rows; FP8G per row block of its scales, a row block
- * whose scaled tokens are not finite through the Intel instance's exact sums (matmul.h). */
+/* The fast decode: BF16G over the call's rows in one piece; FP8G per row block of its scales
+ * (each its own tokens), a row block whose scaled tokens are not finite through the Intel
+ * instance's exact sums (matmul.h). */
 static void amx_fast(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
                      bool accumulate, hy_act act, void *scratch) {
     const int K = W->cols, kp = (K + AMX_KS - 1) / AMX_KS * AMX_KS;
-    const bool emu = T <= AMX_EMU_MAX_T;
+    const bool emu = T <= AMX_EMU_MAX_T, f8 = W->fmt == HY_WFMT_FP8G;
+    amx_rec *rec = (amx_rec *)((unsigned char *)scratch + MM_HDR_SIMD_BYTES);
     void *base = (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR;
     void *xs = (unsigned char *)base + (size_t)MG_NB * MG_AMX_MC * 4 + (size_t)MG_AMX_MC * MG_KC * 2;
-    if (W->fmt == HY_WFMT_BF16G) {
-        if (!amx_keep(scratch, act, &(amx_rec){x, ldx, T, K, 1, AMX_X_BF16, NULL, 0})) {
-            if (emu) amx_emu_pack(x, ldx, T, K, kp, xs);
-            else amx_pack_rows(x, ldx, T, K, kp, xs);
-        }
-        if (emu) amx_emu(W, T, xs, kp, y, ldy, o0, o1, accumulate, base);
-        else amx_gemv(W, T, xs, kp, y, ldy, o0, o1, accumulate, base);
-        return;
-    }
     for (int rb = o0, re; rb < o1; rb = re) {
-        const int rbk = rb / W->bs0;
-        re = (rbk + 1) * W->bs0 < o1 ? (rbk + 1) * W->bs0 : o1;
-        amx_rec *rec = (amx_rec *)((unsigned char *)scratch + MM_HDR_SIMD_BYTES);
-        if (!amx_keep(scratch, act, &(amx_rec){x, ldx, T, K, 1, AMX_X_FP8, W->scale, rbk}) &&
-            !amx_pack_fp8(W, rbk, x, ldx, T, K, kp, xs, emu)) {
+        const int rbk = f8 ? rb / W->bs0 : 0;
+        re = f8 && (rbk + 1) * W->bs0 < o1 ? (rbk + 1) * W->bs0 : o1;
+        const amx_rec now = {x, ldx, T, K, 1, f8 ? AMX_X_FP8 : AMX_X_BF16, f8 ? W->scale : NULL, rbk};
+        const float *sr = f8 ? W->scale + (size_t)rbk * (size_t)((K + W->bs1 - 1) / W->bs1) : NULL;
+        const bool finite = amx_keep(scratch, act, &now) || amx_pack_tokens(x, ldx, T, K, kp, sr, W->bs1, xs, emu);
+        if (f8 && !finite) {
             rec->valid = 0;
             hy_matmul_avx512_intel()(W, T, x, ldx, y, ldy, rb, re, accumulate, act & ~HY_ACT_KEEP_X, scratch);
             continue;
