@@ -72,28 +72,30 @@ static float amx_order_dot(const float *w, const float *x, int K) {
 /* The FP8G fast decode's operands on AMX (matmul.h): row o's codes as e4m3·2^-120 (subnormal
  * codes are fp32 denormals, which amx_order_dot reads as zero) into w, and token xt as
  * bf16(fl32(scale(o, k)·2^120)·x(k)) into xs. */
-static void amx_fp8_operands(const hy_mat *W, int o, const float *xt, float *w, float *xs) {
-    const int K = W->cols, nq = (K + 3) / 4, nbc = (K + W->bs1 - 1) / W->bs1;
+static void amx_fp8_row(const hy_mat *W, int o, float *w) {
+    const int nq = (W->cols + 3) / 4;
     const uint8_t *g = (const uint8_t *)W->data + (size_t)(o / 16) * (size_t)nq * 64 + 4 * (o % 16);
-    for (int k = 0; k < K; k++) {
-        w[k] = ldexpf(hy_fp8_e4m3_to_f32(g[(size_t)(k / 4) * 64 + k % 4]), -120);
-        if (xt) xs[k] = hy_round_bf16(W->scale[(size_t)(o / W->bs0) * nbc + k / W->bs1] * 0x1p120f * xt[k]);
-    }
+    for (int k = 0; k < W->cols; k++) w[k] = ldexpf(hy_fp8_e4m3_to_f32(g[(size_t)(k / 4) * 64 + k % 4]), -120);
+}
+static void amx_fp8_token(const hy_mat *W, int o, const float *xt, float *xs) {
+    const float *sr = W->scale + (size_t)(o / W->bs0) * (size_t)((W->cols + W->bs1 - 1) / W->bs1);
+    for (int k = 0; k < W->cols; k++) xs[k] = hy_round_bf16(sr[k / W->bs1] * 0x1p120f * xt[k]);
 }
 
-/* y (T tokens, ldy apart) against amx_order_dot bit for bit (FP8G: of amx_fp8_operands),
- * failing with what at the first difference; returns how many outputs were zero */
-static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, const float *y, int ldy,
+/* y (T tokens, ldy apart) against amx_order_dot bit for bit (fast: the fast decode's, whose
+ * FP8G operands are amx_fp8_row's and amx_fp8_token's), failing with what at the first
+ * difference; returns how many outputs were zero */
+static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, const float *y, int ldy, bool fast,
                             const char *what) {
-    const bool f8 = W->fmt == HY_WFMT_FP8G && strstr(what, "fast decode");
+    const bool f8 = fast && W->fmt == HY_WFMT_FP8G;
     float *wr = malloc(sizeof(float) * (size_t)W->cols), *xs = malloc(sizeof(float) * (size_t)W->cols);
     long zeros = 0;
     for (int o = 0; o < W->rows; o++) {
-        if (f8) amx_fp8_operands(W, o, NULL, wr, NULL);
+        if (f8) amx_fp8_row(W, o, wr);
         else hy_mat_row_f32(W, o, wr);
         for (int t = 0; t < T; t++) {
             const float *xt = x + (size_t)t * ldx;
-            if (f8) amx_fp8_operands(W, o, xt, wr, xs), xt = xs;
+            if (f8) amx_fp8_token(W, o, xt, xs), xt = xs;
             const float want = amx_order_dot(wr, xt, W->cols), got = y[(size_t)t * ldy + o];
             if (memcmp(&want, &got, sizeof got)) {
                 printf("%s %s %dx%d T=%d out %d tok %d: %.9g vs AMX order %.9g\n", what, hy_wfmt_name(W->fmt),
@@ -109,8 +111,8 @@ static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, con
 }
 
 /* every SIMD tier, the avx512 tier's second instance (tuned for Intel cores: other prefetch,
- * the same sums) and, where the CPU has AMX-BF16, its third (AMX tiles for BF16G with bf16
- * activations: other sums, within the bf16-activation bound) */
+ * the same sums but FP8's fast decode) and, where the CPU has AMX-BF16, its third (AMX tiles
+ * for bf16 activations and the fast decode: its own order, checked by check_amx_order) */
 static int n_tiers;
 static hy_matmul_fn tier_fn[HY_ISA_COUNT + 2];
 static const char *tier_name[HY_ISA_COUNT + 2];
@@ -342,8 +344,8 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
             if (amx_sums) {
                 /* bit-identical to the scalar AMX order on the weights' fp32 values (BF16G as stored,
                  * FP8G e4m3·scale, Q8 / Q4 d·h·q; amx_order_dot rounds them to bf16; the fast
-                 * decode's FP8G: amx_fp8_operands) */
-                check_amx_order(&o.m, x, ldx, T, y, ldy, am == 1 ? "amx bf16 act" : "amx fast decode");
+                 * decode's FP8G: amx_fp8_row / amx_fp8_token) */
+                check_amx_order(&o.m, x, ldx, T, y, ldy, am == 2, am == 1 ? "amx bf16 act" : "amx fast decode");
                 S->amx_cases[f][am]++;
             } else if ((q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && !amx_sums) {
                 if (memcmp(y, yref, sizeof(float) * (size_t)T * ldy)) {
@@ -703,7 +705,7 @@ static void fp8_large_x_case(const hy_wfmt f, const int R, const int C) {
         /* rounded where the tier computes the fast decode's sum (FP8G: on AMX, in its order) */
         const bool dp = f == HY_WFMT_FP8 ? tier_fp8dp(ti) : tier_amx[ti];
         assert_true(!memcmp(yq, one, sizeof(float) * R) == !dp);
-        if (f == HY_WFMT_FP8G && dp) check_amx_order(&o.m, x, C, 1, yq, ldy, "amx fast decode, large x");
+        if (f == HY_WFMT_FP8G && dp) check_amx_order(&o.m, x, C, 1, yq, ldy, true, "amx fast decode, large x");
         float *wr = malloc(sizeof(float) * C);
         for (int r = 0; r < R; r++) {
             hy_mat_row_f32(&o.m, r, wr); /* the weights as the formula sees them */
@@ -782,7 +784,7 @@ static void amx_denormals_case(int amx, hy_wfmt f) {
     const int ldy = R + 3;
     for (int nt = 1; nt <= T; nt = nt < 5 ? nt + 1 : nt == 5 ? 9 : nt == 9 ? T : T + 1) {
         float *y = run(tier_fn[amx], &o.m, nt, x, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
-        const long zeros = check_amx_order(&o.m, x, C, nt, y, ldy, "amx fast decode, denormals");
+        const long zeros = check_amx_order(&o.m, x, C, nt, y, ldy, true, "amx fast decode, denormals");
         if (nt == T) flushed = zeros;
         free(y);
     }
