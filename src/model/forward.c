@@ -466,22 +466,84 @@ void hy_fwd_matmul_rows(const hy_ctx *c, const hy_mat *W, int T, const float *x,
  * a fraction of L2, so the two threads' parts of two matrices fit with room to spare. */
 #define HY_PF_NEXT_BYTES (128u << 10)
 
-static void part_head(const hy_mat *W, int ith, int nth, const void **p, size_t *n) {
-    *p = NULL;
-    *n = 0;
-    if (!W || !W->data || W->rows <= 0 || W->cols <= 0) return;
-    int o0, o1;
-    hy_fwd_rows(W, ith, nth, &o0, &o1);
-    if (o1 <= o0) return;
-    const size_t off = hy_mat_data_offset(W, o0), len = hy_mat_data_offset(W, o1) - off;
-    *p = (const char *)W->data + off;
-    *n = len < HY_PF_NEXT_BYTES ? len : HY_PF_NEXT_BYTES;
+/* Where thread ith's static part of a set's split starts (the rows hy_rowsplit hands it
+ * first) and where it ends: matrix *i0 row *r0 to matrix *i1 row *r1 (exclusive), the rows of
+ * the set laid end to end, each matrix from a multiple of the set's alignment. */
+typedef struct set_layout {
+    int n, align, total;
+    int off[HY_FWD_SET_MAX];
+} set_layout;
+
+static void set_lay(const hy_fwd_mm *m, int n, set_layout *L) {
+    L->n = n;
+    L->align = 1;
+    for (int i = 0; i < n; i++) {
+        const int a = hy_matmul_row_align(m[i].W->fmt); /* powers of two: the largest is a multiple of all */
+        if (a > L->align) L->align = a;
+    }
+    int o = 0;
+    for (int i = 0; i < n; i++) {
+        L->off[i] = o;
+        o += i + 1 < n ? (m[i].W->rows + L->align - 1) / L->align * L->align : m[i].W->rows;
+    }
+    L->total = o;
 }
 
-const hy_mat *hy_fwd_first_mat(const hy_ctx *c, int layer) {
-    if (layer < c->d.L)
-        return c->layers[layer].type == HY_LAYER_ATTN ? &c->lin.layers[layer].q_proj : &c->lin.layers[layer].in_proj_qkv;
-    return c->logits ? &c->lin.lm_head : NULL;
+/* Prefetch ranges of the first HY_PF_NEXT_BYTES of thread ith's static part of the set
+ * (model/rowsplit.h: a part of whole aligned blocks of the rows laid end to end). */
+static int set_part_head(const hy_fwd_mm *m, int n, int ith, int nth, hy_pf_range *r) {
+    set_layout L;
+    set_lay(m, n, &L);
+    int b0, b1, nr = 0;
+    hy_split_range((L.total + L.align - 1) / L.align, ith, nth, &b0, &b1);
+    const int v0 = b0 * L.align, v1 = b1 * L.align < L.total ? b1 * L.align : L.total;
+    size_t left = HY_PF_NEXT_BYTES;
+    for (int i = 0; i < n && left; i++) {
+        const hy_mat *W = m[i].W;
+        const int lo = v0 > L.off[i] ? v0 - L.off[i] : 0, hi = v1 - L.off[i] < W->rows ? v1 - L.off[i] : W->rows;
+        if (!W->data || hi <= lo) continue;
+        const size_t off = hy_mat_data_offset(W, lo), len = hy_mat_data_offset(W, hi) - off;
+        r[nr].p = (const char *)W->data + off;
+        r[nr].n = len < left ? len : left;
+        left -= r[nr++].n;
+    }
+    return nr;
+}
+
+int hy_fwd_layer_set(const hy_ctx *c, int layer, hy_fwd_mm m[HY_FWD_SET_MAX]) {
+    const hy_fwd_dims *d = &c->d;
+    if (layer >= d->L) {
+        if (!c->logits) return 0;
+        m[0] = (hy_fwd_mm){&c->lin.lm_head, NULL, 0};
+        return 1;
+    }
+    const hy_layer_mats *lw = &c->lin.layers[layer];
+    if (c->layers[layer].type == HY_LAYER_ATTN) {
+        const size_t qg_w = 2 * (size_t)d->Hq * d->Dh, kv_w = (size_t)d->Hkv * d->Dh;
+        m[0] = (hy_fwd_mm){&lw->q_proj, c->a_qg, qg_w};
+        m[1] = (hy_fwd_mm){&lw->k_proj, c->a_k, kv_w};
+        m[2] = (hy_fwd_mm){&lw->v_proj, c->a_v, kv_w};
+        return 3;
+    }
+    const size_t C = (size_t)d->conv_dim, VD = (size_t)d->value_dim, Hv = (size_t)d->Hv;
+    m[0] = (hy_fwd_mm){&lw->in_proj_qkv, c->g_qkv, C};
+    m[1] = (hy_fwd_mm){&lw->in_proj_z, c->g_z, VD};
+    m[2] = (hy_fwd_mm){&lw->in_proj_b, c->g_b, Hv};
+    m[3] = (hy_fwd_mm){&lw->in_proj_a, c->g_a, Hv};
+    return 4;
+}
+
+void hy_fwd_barrier_next_layer(const hy_ctx *c, int layer, int ith, int nth) {
+    if (c->T > HY_MATMUL_GEMV_MAX_T || nth == 1) {
+        hy_fwd_barrier(c, ith);
+        return;
+    }
+    hy_fwd_mm m[HY_FWD_SET_MAX];
+    hy_pf_range r[HY_FWD_SET_MAX];
+    const int n = hy_fwd_layer_set(c, layer, m), nr = n ? set_part_head(m, n, ith, nth, r) : 0;
+    const double tp = hy_fwd_prof_begin(c);
+    hy_threadpool_barrier_prefetch(c->tp, r, nr);
+    hy_fwd_prof_end(c, ith, HY_PH_BARRIER, tp, 0);
 }
 
 void hy_fwd_barrier_next(const hy_ctx *c, const hy_mat *W1, const hy_mat *W2, int ith, int nth) {
@@ -490,10 +552,13 @@ void hy_fwd_barrier_next(const hy_ctx *c, const hy_mat *W1, const hy_mat *W2, in
         return;
     }
     hy_pf_range r[2];
-    part_head(W1, ith, nth, &r[0].p, &r[0].n);
-    part_head(W2, ith, nth, &r[1].p, &r[1].n);
+    int nr = 0;
+    for (int i = 0; i < 2; i++) {
+        const hy_mat *W = i ? W2 : W1;
+        if (W && W->rows > 0 && W->cols > 0) nr += set_part_head(&(hy_fwd_mm){W, NULL, 0}, 1, ith, nth, r + nr);
+    }
     const double tp = hy_fwd_prof_begin(c);
-    hy_threadpool_barrier_prefetch(c->tp, r, 2);
+    hy_threadpool_barrier_prefetch(c->tp, r, nr);
     hy_fwd_prof_end(c, ith, HY_PH_BARRIER, tp, 0);
 }
 
@@ -550,6 +615,43 @@ void hy_fwd_matmul(const hy_ctx *c, const hy_mat *W, int T, const float *x, size
 
 static void step_layers(hy_ctx *c, int ith, int nth);
 
+void hy_fwd_matmul_set(const hy_ctx *c, const hy_fwd_mm *m, int n, int T, const float *x, size_t ldx, int ith,
+                       int nth) {
+    set_layout L;
+    set_lay(m, n, &L);
+    if (T > HY_MATMUL_GEMV_MAX_T || nth == 1 || L.total > HY_ROWSPLIT_MAX_ROWS) {
+        for (int i = 0; i < n; i++) hy_fwd_matmul(c, m[i].W, T, x, ldx, m[i].y, m[i].ldy, false, ith, nth);
+        return;
+    }
+    /* pieces of HY_SPLIT_PIECE_BYTES of the widest rows, and no shorter than any matrix's
+     * fewest rows per call */
+    double row_bytes = 1;
+    int least = L.align;
+    for (int i = 0; i < n; i++) {
+        const hy_mat *W = m[i].W;
+        const double rb = (double)hy_mat_bytes(W) / (W->rows > 0 ? W->rows : 1);
+        const int mr = hy_matmul_min_rows(W, c->kern.isa);
+        if (rb > row_bytes) row_bytes = rb;
+        if (mr > least) least = mr;
+    }
+    const double want = HY_SPLIT_PIECE_BYTES / row_bytes;
+    int piece = ((int)(want < L.total ? want : L.total) + L.align - 1) / L.align * L.align;
+    if (piece < least) piece = (least + L.align - 1) / L.align * L.align;
+    hy_rowsplit_call call;
+    hy_rowsplit_begin(c->split, L.total, L.align, piece, ith, &call);
+    bool keep = false; /* every call of the set reads the same x */
+    for (int v0, v1; hy_rowsplit_next(c->split, &call, ith, &v0, &v1);)
+        for (int i = 0; i < n; i++) {
+            const hy_mat *W = m[i].W;
+            const int lo = v0 > L.off[i] ? v0 - L.off[i] : 0, hi = v1 - L.off[i] < W->rows ? v1 - L.off[i] : W->rows;
+            if (hi <= lo) continue;
+            const double tp = hy_fwd_prof_begin(c);
+            hy_fwd_matmul_rows(c, W, T, x, ldx, m[i].y, m[i].ldy, lo, hi, false, keep, ith);
+            keep = true;
+            if (tp != 0) hy_fwd_prof_mat(c, ith, W, tp, (double)hy_mat_bytes(W) * (hi - lo) / (double)W->rows);
+        }
+}
+
 static void step_job(void *arg, int ith, int nth) {
     hy_ctx *c = arg;
     const double tp = hy_fwd_prof_begin(c);
@@ -569,7 +671,7 @@ static void step_layers(hy_ctx *c, int ith, int nth) {
             hy_ref_rope_cos_sin((int64_t)c->pos0 + t, (int)half, c->inv_freq, c->rope_cos + t * half,
                                 c->rope_sin + t * half);
     }
-    hy_fwd_barrier_next(c, hy_fwd_first_mat(c, 0), NULL, ith, nth);
+    hy_fwd_barrier_next_layer(c, 0, ith, nth);
 
     for (int l = 0; l < d->L; l++) {
         const hy_layer_f32 *L = &c->layers[l];

@@ -165,9 +165,30 @@ typedef struct hy_fwd_split {
  * each (the rows the split hands it first) is prefetched (hy_threadpool_barrier_prefetch).
  * Longer steps: a plain barrier. */
 void hy_fwd_barrier_next(const hy_ctx *c, const hy_mat *W1, const hy_mat *W2, int ith, int nth);
-/* The matrix layer `layer` reads first (its q_proj or in_proj_qkv); past the last layer the
- * lm_head when the step computes logits, else NULL. */
-const hy_mat *hy_fwd_first_mat(const hy_ctx *c, int layer);
+
+/* One matmul of a set over the same x: y[t][o] = W[o]·x[t], ldy floats per token. */
+typedef struct hy_fwd_mm {
+    const hy_mat *W;
+    float *y;
+    size_t ldy;
+} hy_fwd_mm;
+#define HY_FWD_SET_MAX 4
+/* The matrices layer `layer` reads first, all over its normed input: attention q_proj, k_proj,
+ * v_proj; GDN in_proj_qkv, in_proj_z, in_proj_b, in_proj_a (their outputs in the context's
+ * buffers). Past the last layer the lm_head when the step computes logits (y NULL: for the
+ * prefetch only). Returns how many, 0 for none. */
+int hy_fwd_layer_set(const hy_ctx *c, int layer, hy_fwd_mm m[HY_FWD_SET_MAX]);
+/* The n matmuls of a set (none accumulating). Up to HY_MATMUL_GEMV_MAX_T tokens with several
+ * threads their rows are laid end to end and split as one matmul's (hy_fwd_split_*), so each
+ * thread streams one contiguous part across the matrices instead of starting (and ending,
+ * where the threads take over each other's rows) a stream in every small one: the 0.8B's
+ * k_proj / v_proj (0.5 MiB in fp8) and in_proj_a / in_proj_b (32 KiB) read at 22-37% of the
+ * bandwidth one by one. Longer steps: hy_fwd_matmul on each. */
+void hy_fwd_matmul_set(const hy_ctx *c, const hy_fwd_mm *m, int n, int T, const float *x, size_t ldx, int ith,
+                       int nth);
+/* hy_fwd_barrier_next for what layer `layer` reads first (hy_fwd_layer_set): the start of
+ * this thread's part of the set's split. */
+void hy_fwd_barrier_next_layer(const hy_ctx *c, int layer, int ith, int nth);
 /* Starts a step's calls from the first again; called before each step job is run
  * (single-threaded). */
 void hy_fwd_split_reset(hy_ctx *c);

@@ -19,13 +19,9 @@
 #include "model/forward_impl.h"
 
 void hy_layer_attn_project(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
-    const hy_fwd_dims *d = &c->d;
-    const hy_layer_mats *lw = &c->lin.layers[layer];
-    const int T = c->T;
-    const size_t D = (size_t)d->D, qg_w = 2 * (size_t)d->Hq * d->Dh, kv_w = (size_t)d->Hkv * d->Dh;
-    hy_fwd_matmul(c, &lw->q_proj, T, xn, D, c->a_qg, qg_w, false, ith, nth);
-    hy_fwd_matmul(c, &lw->k_proj, T, xn, D, c->a_k, kv_w, false, ith, nth);
-    hy_fwd_matmul(c, &lw->v_proj, T, xn, D, c->a_v, kv_w, false, ith, nth);
+    hy_fwd_mm m[HY_FWD_SET_MAX];
+    const int n = hy_fwd_layer_set(c, layer, m);
+    hy_fwd_matmul_set(c, m, n, c->T, xn, (size_t)c->d.D, ith, nth);
     hy_fwd_barrier(c, ith);
 }
 

@@ -62,5 +62,5 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth) {
     hy_fwd_barrier_next(c, &lw->down_proj, NULL, ith, nth);
 
     hy_fwd_matmul(c, &lw->down_proj, T, c->f_gate, F, c->x, D, true, ith, nth);
-    hy_fwd_barrier_next(c, hy_fwd_first_mat(c, layer + 1), NULL, ith, nth);
+    hy_fwd_barrier_next_layer(c, layer + 1, ith, nth);
 }

@@ -33,14 +33,9 @@
 #include <string.h>
 
 void hy_layer_gdn_project(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
-    const hy_fwd_dims *d = &c->d;
-    const hy_layer_mats *lw = &c->lin.layers[layer];
-    const int T = c->T, Hv = d->Hv;
-    const size_t D = (size_t)d->D, C = (size_t)d->conv_dim, VD = (size_t)d->value_dim;
-    hy_fwd_matmul(c, &lw->in_proj_qkv, T, xn, D, c->g_qkv, C, false, ith, nth);
-    hy_fwd_matmul(c, &lw->in_proj_z, T, xn, D, c->g_z, VD, false, ith, nth);
-    hy_fwd_matmul(c, &lw->in_proj_b, T, xn, D, c->g_b, (size_t)Hv, false, ith, nth);
-    hy_fwd_matmul(c, &lw->in_proj_a, T, xn, D, c->g_a, (size_t)Hv, false, ith, nth);
+    hy_fwd_mm m[HY_FWD_SET_MAX];
+    const int n = hy_fwd_layer_set(c, layer, m);
+    hy_fwd_matmul_set(c, m, n, c->T, xn, (size_t)c->d.D, ith, nth);
     hy_fwd_barrier(c, ith);
 }
 
