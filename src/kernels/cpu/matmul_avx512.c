@@ -106,6 +106,8 @@ typedef __m512i vi;
  * T = 16 1.21-1.28x, T = 32 1.24-1.30x (the GEMM: the tiles were 0.92-0.97x), T = 64 1.36x.
  * Engine, 2 threads, alternated with the previous build: tg64 0.78-0.79 -> 0.90-0.93 of the
  * bandwidth (0.8B), 0.87-0.88 -> 1.02-1.03 (27B slice:4); pp512 1.28x (0.8B), 1.38x (27B).
+ * Where the prefetch passes the end of a group it goes into the next tile's (grp_pf1): 0.8B
+ * fp8 tg64 0.918-0.929 -> 0.959-0.976 of the bandwidth, alternated twice.
  * On Zen 4 the row-major FP8 stays (not measured there). */
 #ifdef MM_AVX512_INTEL
 #define MM_FP8_GROUPS 1
