@@ -475,7 +475,8 @@ static void amx_gemv(const hy_mat *W, int T, const uint16_t *xs, int kp, float *
             const unsigned char *b[4];
             for (int i = 0; i < ng; i++)
                 for (size_t l = 0; l < sb; l += 64)
-                    _mm_prefetch((const char *)w[i] + (size_t)s * sb + AMX_PF + l, _MM_HINT_T0);
+                    _mm_prefetch((const char *)w[i] + hy_grp_pf_off((size_t)s * sb + AMX_PF + l, gstride, ng),
+                                 _MM_HINT_T0);
             if (f8) {
                 unsigned char *st = stage + (size_t)(s & 1) * 4 * AMX_STEP_BF16;
                 const int q = nu - s * (AMX_STEP_FP8 / 64); /* quads left */
@@ -527,7 +528,7 @@ static void amx_gemv(const hy_mat *W, int T, const uint16_t *xs, int kp, float *
 static inline __attribute__((always_inline)) void amx_emu_tile(const bool F8, const int NG, const int T,
                                                                const unsigned char *const wg[AMX_EMU_NG],
                                                                const unsigned char *const tail[4], int nst,
-                                                               const float *xf, int kp, float *c) {
+                                                               size_t gs, const float *xf, int kp, float *c) {
     const size_t sb = F8 ? AMX_STEP_FP8 : AMX_STEP_BF16;
     __m512 acc[AMX_EMU_NG][AMX_EMU_MAX_T];
     const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
@@ -544,12 +545,14 @@ static inline __attribute__((always_inline)) void amx_emu_tile(const bool F8, co
             AMX_UNROLL for (int g = 0; g < NG; g++) {
                 __m512 v[4];
                 if (F8) {
-                    _mm_prefetch((const char *)wg[g] + (size_t)s * sb + (size_t)j * 16 + AMX_PF, _MM_HINT_T0);
+                    _mm_prefetch((const char *)wg[g] + hy_grp_pf_off((size_t)s * sb + (size_t)j * 16 + AMX_PF, gs, NG),
+                                 _MM_HINT_T0);
                     vf_fp8x_quad(_mm512_loadu_si512(w[g] + (size_t)j * 16), v);
                 } else {
                     AMX_UNROLL for (int h = 0; h < 2; h++) {
                         const size_t off = (size_t)(j / 2 + h) * 64;
-                        _mm_prefetch((const char *)wg[g] + (size_t)s * sb + off + AMX_PF, _MM_HINT_T0);
+                        _mm_prefetch((const char *)wg[g] + hy_grp_pf_off((size_t)s * sb + off + AMX_PF, gs, NG),
+                                     _MM_HINT_T0);
                         const __m512i d = _mm512_loadu_si512(w[g] + off);
                         v[2 * h] = _mm512_castsi512_ps(_mm512_slli_epi32(d, 16));
                         v[2 * h + 1] = _mm512_castsi512_ps(_mm512_and_si512(d, hi));
@@ -575,18 +578,18 @@ static inline __attribute__((always_inline)) void amx_emu_tile(const bool F8, co
 static inline __attribute__((always_inline)) void amx_emu_case(const bool F8, int T, int ng,
                                                                const unsigned char *const wg[AMX_EMU_NG],
                                                                const unsigned char *const tail[4], int nst,
-                                                               const float *xf, int kp, float *c) {
+                                                               size_t gs, const float *xf, int kp, float *c) {
 #define AMX_EMU_T(NG)                                                                                       \
     switch (T) {                                                                                            \
-    case 2: amx_emu_tile(F8, NG, 2, wg, tail, nst, xf, kp, c); break;                                       \
-    case 3: amx_emu_tile(F8, NG, 3, wg, tail, nst, xf, kp, c); break;                                       \
-    default: amx_emu_tile(F8, NG, 4, wg, tail, nst, xf, kp, c); break;                                      \
+    case 2: amx_emu_tile(F8, NG, 2, wg, tail, nst, gs, xf, kp, c); break;                                       \
+    case 3: amx_emu_tile(F8, NG, 3, wg, tail, nst, gs, xf, kp, c); break;                                       \
+    default: amx_emu_tile(F8, NG, 4, wg, tail, nst, gs, xf, kp, c); break;                                      \
     }
     if (T == 1) switch (ng) {
-        case 1: amx_emu_tile(F8, 1, 1, wg, tail, nst, xf, kp, c); break;
-        case 2: amx_emu_tile(F8, 2, 1, wg, tail, nst, xf, kp, c); break;
-        case 3: amx_emu_tile(F8, 3, 1, wg, tail, nst, xf, kp, c); break;
-        default: amx_emu_tile(F8, 4, 1, wg, tail, nst, xf, kp, c); break;
+        case 1: amx_emu_tile(F8, 1, 1, wg, tail, nst, gs, xf, kp, c); break;
+        case 2: amx_emu_tile(F8, 2, 1, wg, tail, nst, gs, xf, kp, c); break;
+        case 3: amx_emu_tile(F8, 3, 1, wg, tail, nst, gs, xf, kp, c); break;
+        default: amx_emu_tile(F8, 4, 1, wg, tail, nst, gs, xf, kp, c); break;
         }
     else if (ng == 2) AMX_EMU_T(2)
     else AMX_EMU_T(1)
@@ -612,8 +615,8 @@ static void amx_emu(const hy_mat *W, int T, const float *xf, int kp, float *y, s
         for (int g = 0; g < AMX_EMU_NG; g++)
             wg[g] = (const unsigned char *)W->data + (size_t)(g0 + (g < ng ? g : 0)) * gstride;
         amx_tails(W, g0, ng, nst, tbuf, tail);
-        if (f8) amx_emu_case(true, T, ng, wg, tail, nst, xf, kp, cbuf);
-        else amx_emu_case(false, T, ng, wg, tail, nst, xf, kp, cbuf);
+        if (f8) amx_emu_case(true, T, ng, wg, tail, nst, gstride, xf, kp, cbuf);
+        else amx_emu_case(false, T, ng, wg, tail, nst, gstride, xf, kp, cbuf);
         amx_put_rows(cbuf, AMX_EMU_CLD, T, g0 * HY_G_ROWS, (g0 + ng) * HY_G_ROWS, o0, o1, y, ldy, accumulate);
     }
     _mm_setcsr(csr);

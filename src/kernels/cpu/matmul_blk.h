@@ -31,6 +31,15 @@ static inline size_t hy_mg_amx_scratch_bytes(int K) {
     const size_t nkb = (size_t)((K > 0 ? K : 1) + MG_KC - 1) / MG_KC;
     return (size_t)MG_NB * MG_AMX_MC * 4 + (size_t)MG_AMX_MC * MG_KC * 2 + nkb * MG_NB * MG_KC * 2;
 }
+/* Row-group tiles (BF16G / FP8G: matmul_grp.inc, matmul_amx.c) read ng consecutive groups of
+ * gs bytes as ng streams. A prefetch p bytes into a group's stream (p >= gs: past its end) goes,
+ * past the end, as far into the group ng further on, which the next tile reads, not into the
+ * next group, which this tile is reading: the offset from the group's start. Straight ahead, the
+ * start of every group but the last of each tile came in cold. */
+static inline size_t hy_grp_pf_off(size_t p, size_t gs, int ng) {
+    return p < gs ? p : p + (size_t)(ng - 1) * gs;
+}
+
 /* The scratch header (HY_MATMUL_SCRATCH_HDR bytes) in two parts: the SIMD instances' record of
  * what they keep in the scratch (matmul_simd.inc), then the AMX instance's (matmul_amx.c), which
  * runs the Intel instance for what it does not take itself and so shares its scratch. */
