@@ -466,16 +466,15 @@ void hy_fwd_matmul_rows(const hy_ctx *c, const hy_mat *W, int T, const float *x,
  * a fraction of L2, so the two threads' parts of two matrices fit with room to spare. */
 #define HY_PF_NEXT_BYTES (128u << 10)
 
-/* Where thread ith's static part of a set's split starts (the rows hy_rowsplit hands it
- * first) and where it ends: matrix *i0 row *r0 to matrix *i1 row *r1 (exclusive), the rows of
- * the set laid end to end, each matrix from a multiple of the set's alignment. */
+/* The rows of a set's matrices laid end to end, as hy_fwd_matmul_set splits them: matrix i
+ * from row off[i], each from a multiple of align (the largest row alignment of their formats,
+ * so every piece starts on a whole tile of its matrix); total rows. */
 typedef struct set_layout {
-    int n, align, total;
+    int align, total;
     int off[HY_FWD_SET_MAX];
 } set_layout;
 
 static void set_lay(const hy_fwd_mm *m, int n, set_layout *L) {
-    L->n = n;
     L->align = 1;
     for (int i = 0; i < n; i++) {
         const int a = hy_matmul_row_align(m[i].W->fmt); /* powers of two: the largest is a multiple of all */
@@ -650,6 +649,13 @@ void hy_fwd_matmul_set(const hy_ctx *c, const hy_fwd_mm *m, int n, int T, const 
             keep = true;
             if (tp != 0) hy_fwd_prof_mat(c, ith, W, tp, (double)hy_mat_bytes(W) * (hi - lo) / (double)W->rows);
         }
+}
+
+void hy_fwd_layer_project(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
+    hy_fwd_mm m[HY_FWD_SET_MAX];
+    const int n = hy_fwd_layer_set(c, layer, m);
+    hy_fwd_matmul_set(c, m, n, c->T, xn, (size_t)c->d.D, ith, nth);
+    hy_fwd_barrier(c, ith);
 }
 
 static void step_job(void *arg, int ith, int nth) {

@@ -33,7 +33,7 @@ void hy_layer_attn_batch(hy_ctx *c, int layer, int ith, int nth) {
     const size_t D = (size_t)d->D, qg_w = 2 * (size_t)Hq * Dh, kv_w = (size_t)Hkv * Dh, o_w = (size_t)Hq * Dh;
     const size_t half = (size_t)d->rot_half;
 
-    hy_layer_attn_project(c, layer, c->xn, ith, nth);
+    hy_fwd_layer_project(c, layer, c->xn, ith, nth);
 
     int t0, t1;
     hy_split_range(T, ith, nth, &t0, &t1);
@@ -92,7 +92,7 @@ void hy_layer_gdn_batch(hy_ctx *c, int layer, int ith, int nth) {
     const int T = c->T, Hv = d->Hv, Hk = d->Hk, dk = d->dk, dv = d->dv;
     const size_t D = (size_t)d->D, C = (size_t)d->conv_dim, KD = (size_t)d->key_dim, VD = (size_t)d->value_dim;
 
-    hy_layer_gdn_project(c, layer, c->xn, ith, nth);
+    hy_fwd_layer_project(c, layer, c->xn, ith, nth);
 
     const hy_gdn_ops *K = c->gdn;
     int c0, c1, t0, t1;

@@ -130,11 +130,11 @@ void hy_layer_ffn(hy_ctx *c, int layer, int ith, int nth);
 /* The same for a batched decode step: token t is ONE new token of c->bseqs[t] (forward_batch.c). */
 void hy_layer_attn_batch(hy_ctx *c, int layer, int ith, int nth);
 void hy_layer_gdn_batch(hy_ctx *c, int layer, int ith, int nth);
-/* The input projections both forms share, barrier included: attention q(+gate)/k/v into
- * a_qg / a_k / a_v (layer_attn.c); GDN qkv / z / b / a into g_qkv / g_z / g_b / g_a
- * (layer_gdn.c). xn: the normed input (hy_fwd_norm_input, or c->xn). */
-void hy_layer_attn_project(hy_ctx *c, int layer, const float *xn, int ith, int nth);
-void hy_layer_gdn_project(hy_ctx *c, int layer, const float *xn, int ith, int nth);
+/* A layer's input projections (hy_fwd_layer_set: attention q(+gate)/k/v into a_qg / a_k /
+ * a_v, GDN qkv / z / b / a into g_qkv / g_z / g_b / g_a) as one set (hy_fwd_matmul_set),
+ * barrier included; both forms of both layer kinds (layer_*.c, forward_batch.c) start with it.
+ * xn: the normed input (hy_fwd_norm_input, or c->xn). */
+void hy_fwd_layer_project(hy_ctx *c, int layer, const float *xn, int ith, int nth);
 
 /* y[t] = rmsnorm(x[t]) for the tokens [t0, t1) owned by this thread. */
 void hy_fwd_norm_rows(const hy_ctx *c, const float *x, const float *w, bool one_plus, float *y, int ith, int nth);

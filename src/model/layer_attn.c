@@ -18,13 +18,6 @@
  */
 #include "model/forward_impl.h"
 
-void hy_layer_attn_project(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
-    hy_fwd_mm m[HY_FWD_SET_MAX];
-    const int n = hy_fwd_layer_set(c, layer, m);
-    hy_fwd_matmul_set(c, m, n, c->T, xn, (size_t)c->d.D, ith, nth);
-    hy_fwd_barrier(c, ith);
-}
-
 /* q/k norm and RoPE of token t for the query heads of KV heads [g0, g1) and those KV heads,
  * K/V into the cache. */
 static void attn_qk_prep(hy_ctx *c, const hy_layer_f32 *L, int t, int g0, int g1) {
@@ -59,7 +52,7 @@ void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
     const int T = c->T, Hq = d->Hq, Hkv = d->Hkv, Dh = d->Dh;
     const size_t D = (size_t)d->D, qg_w = 2 * (size_t)Hq * Dh, kv_w = (size_t)Hkv * Dh, o_w = (size_t)Hq * Dh;
 
-    hy_layer_attn_project(c, layer, xn, ith, nth);
+    hy_fwd_layer_project(c, layer, xn, ith, nth);
 
     const double tp = hy_fwd_prof_begin(c);
     /* A 1-token step needs no barrier between phases 2 and 3: its attention unit for KV head

@@ -32,13 +32,6 @@
 
 #include <string.h>
 
-void hy_layer_gdn_project(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
-    hy_fwd_mm m[HY_FWD_SET_MAX];
-    const int n = hy_fwd_layer_set(c, layer, m);
-    hy_fwd_matmul_set(c, m, n, c->T, xn, (size_t)c->d.D, ith, nth);
-    hy_fwd_barrier(c, ith);
-}
-
 /* Gated RMSNorm of value head h of token t (plain weight), times silu(z), in place in g_o. */
 static void gdn_gated_norm(hy_ctx *c, const hy_layer_f32 *L, int t, int h) {
     const size_t VD = (size_t)c->d.value_dim, dv = (size_t)c->d.dv;
@@ -139,7 +132,7 @@ void hy_layer_gdn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
     const hy_layer_f32 *L = &c->layers[layer];
     const size_t D = (size_t)d->D, VD = (size_t)d->value_dim;
 
-    hy_layer_gdn_project(c, layer, xn, ith, nth);
+    hy_fwd_layer_project(c, layer, xn, ith, nth);
     if (c->T == 1) gdn_core_1tok(c, layer, L, ith, nth);
     else gdn_core(c, L, ith, nth);
     hy_fwd_matmul(c, &lw->out_proj, c->T, c->g_o, VD, c->x, D, true, ith, nth);

@@ -581,9 +581,9 @@ static inline __attribute__((always_inline)) void amx_emu_case(const bool F8, in
                                                                size_t gs, const float *xf, int kp, float *c) {
 #define AMX_EMU_T(NG)                                                                                       \
     switch (T) {                                                                                            \
-    case 2: amx_emu_tile(F8, NG, 2, wg, tail, nst, gs, xf, kp, c); break;                                       \
-    case 3: amx_emu_tile(F8, NG, 3, wg, tail, nst, gs, xf, kp, c); break;                                       \
-    default: amx_emu_tile(F8, NG, 4, wg, tail, nst, gs, xf, kp, c); break;                                      \
+    case 2: amx_emu_tile(F8, NG, 2, wg, tail, nst, gs, xf, kp, c); break;                                   \
+    case 3: amx_emu_tile(F8, NG, 3, wg, tail, nst, gs, xf, kp, c); break;                                   \
+    default: amx_emu_tile(F8, NG, 4, wg, tail, nst, gs, xf, kp, c); break;                                  \
     }
     if (T == 1) switch (ng) {
         case 1: amx_emu_tile(F8, 1, 1, wg, tail, nst, gs, xf, kp, c); break;
