@@ -309,7 +309,9 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
  * one token at 0.49x the exact GEMV and 8 at 0.87x. 0.8B with fp8 weights (lm_head bf16), same
  * run: 1 stream 25.5 / 26.3, 2 47.1 / 42.5, 5 102.9 / 82.4, 8 144.6 / 100.2, 16 230.4 / 110.7,
  * 32 310.4 / 115.2; one thread, one token, 131072 x 5120 FP8G from DRAM: 0.98-1.01x the exact
- * GEMV (the one-stream loss is lm_head's: bf16 248320 x 1024 at 0.94-0.97x). */
+ * GEMV (the one-stream loss was lm_head's: bf16 248320 x 1024 at 0.94-0.97x, while the weight
+ * prefetch past a group's end went into the next group, not the next tile's: hy_grp_pf_off;
+ * since, both threads: 0.96x the exact GEMV, and 1 stream of the 0.8B bf16 0.96x, fp8 0.96-1.00x). */
 
 /* prefetch distance of the tile GEMV's weight streams (2048: 0.90-0.92 of the fp32 GEMV at one
  * token; none 0.88-0.90, 8192 0.80) */
