@@ -448,11 +448,7 @@ const float *hy_fwd_norm_input(hy_ctx *c, const float *w, int ith, int nth) {
 }
 
 void hy_fwd_rows(const hy_mat *W, int ith, int nth, int *o0, int *o1) {
-    const int a = hy_matmul_row_align(W->fmt), nb = (W->rows + a - 1) / a;
-    int b0, b1;
-    hy_split_range(nb, ith, nth, &b0, &b1);
-    *o0 = b0 * a;
-    *o1 = b1 * a < W->rows ? b1 * a : W->rows;
+    hy_rowsplit_static_part(W->rows, hy_matmul_row_align(W->fmt), ith, nth, o0, o1);
 }
 
 void hy_fwd_matmul_rows(const hy_ctx *c, const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy,
@@ -489,13 +485,12 @@ static void set_lay(const hy_fwd_mm *m, int n, set_layout *L) {
 }
 
 /* Prefetch ranges of the first HY_PF_NEXT_BYTES of thread ith's static part of the set
- * (model/rowsplit.h: a part of whole aligned blocks of the rows laid end to end). */
+ * (hy_rowsplit_static_part of the rows laid end to end: what the split hands it first). */
 static int set_part_head(const hy_fwd_mm *m, int n, int ith, int nth, hy_pf_range *r) {
     set_layout L;
     set_lay(m, n, &L);
-    int b0, b1, nr = 0;
-    hy_split_range((L.total + L.align - 1) / L.align, ith, nth, &b0, &b1);
-    const int v0 = b0 * L.align, v1 = b1 * L.align < L.total ? b1 * L.align : L.total;
+    int v0, v1, nr = 0;
+    hy_rowsplit_static_part(L.total, L.align, ith, nth, &v0, &v1);
     size_t left = HY_PF_NEXT_BYTES;
     for (int i = 0; i < n && left; i++) {
         const hy_mat *W = m[i].W;
@@ -567,6 +562,14 @@ void hy_fwd_split_reset(hy_ctx *c) { hy_rowsplit_reset(c->split); }
  * end, long enough that the compare-and-swap per piece costs nothing next to the reads. */
 #define HY_SPLIT_PIECE_BYTES (64u << 10)
 
+/* Rows per piece of a dynamic split: `want` rounded up to whole blocks of align, at most all
+ * the rows (rounded up), at least `least` (rounded up). */
+static int split_piece(double want, int rows, int align, int least) {
+    const int piece = ((int)(want < rows ? want : rows) + align - 1) / align * align;
+    const int lo = (least + align - 1) / align * align;
+    return piece < lo ? lo : piece;
+}
+
 /* Prefill: rows an owner takes at a time at least (the row block of the row-group and
  * bf16-pair GEMMs, matmul_avx2.c / matmul_avx512.c / matmul_blk.h). Compute
  * bound, so the pieces only need to be long against the call overhead and short against a
@@ -583,9 +586,7 @@ void hy_fwd_split_begin(const hy_ctx *c, const hy_mat *W, int T, int ith, int nt
     const int a = hy_matmul_row_align(W->fmt);
     const double row_bytes = (double)hy_mat_bytes(W) / (W->rows > 0 ? W->rows : 1);
     const double want = T > HY_MATMUL_GEMV_MAX_T ? HY_SPLIT_PREFILL_ROWS : HY_SPLIT_PIECE_BYTES / row_bytes;
-    const int least = hy_matmul_min_rows(W, c->kern.isa);
-    int piece = ((int)(want < W->rows ? want : W->rows) + a - 1) / a * a;
-    if (piece < least) piece = least;
+    const int piece = split_piece(want, W->rows, a, hy_matmul_min_rows(W, c->kern.isa));
     sp->dynamic = true;
     hy_rowsplit_begin(c->split, W->rows, a, piece, ith, &sp->call);
 }
@@ -633,11 +634,9 @@ void hy_fwd_matmul_set(const hy_ctx *c, const hy_fwd_mm *m, int n, int T, const 
         if (rb > row_bytes) row_bytes = rb;
         if (mr > least) least = mr;
     }
-    const double want = HY_SPLIT_PIECE_BYTES / row_bytes;
-    int piece = ((int)(want < L.total ? want : L.total) + L.align - 1) / L.align * L.align;
-    if (piece < least) piece = (least + L.align - 1) / L.align * L.align;
     hy_rowsplit_call call;
-    hy_rowsplit_begin(c->split, L.total, L.align, piece, ith, &call);
+    hy_rowsplit_begin(c->split, L.total, L.align, split_piece(HY_SPLIT_PIECE_BYTES / row_bytes, L.total, L.align, least),
+                      ith, &call);
     bool keep = false; /* every call of the set reads the same x */
     for (int v0, v1; hy_rowsplit_next(c->split, &call, ith, &v0, &v1);)
         for (int i = 0; i < n; i++) {

@@ -69,6 +69,13 @@ void hy_rowsplit_begin(hy_rowsplit *s, int rows, int align, int piece, int ith, 
     call->gen = (unsigned)(n % 0xffff) + 1;
 }
 
+void hy_rowsplit_static_part(int rows, int align, int ith, int nth, int *r0, int *r1) {
+    int b0, b1;
+    hy_split_range((rows + align - 1) / align, ith, nth, &b0, &b1);
+    *r0 = b0 * align;
+    *r1 = b1 * align < rows ? b1 * align : rows;
+}
+
 static _Atomic uint64_t *word(hy_rowsplit *s, const hy_rowsplit_call *c, int i) {
     return &s->parts[(size_t)c->slot * (size_t)s->nth + (size_t)i].w;
 }
@@ -78,10 +85,8 @@ static uint64_t part_load(hy_rowsplit *s, const hy_rowsplit_call *c, int i) {
     _Atomic uint64_t *w = word(s, c, i);
     uint64_t v = atomic_load(w);
     if (w_gen(v) == c->gen) return v;
-    const int nb = (c->rows + c->align - 1) / c->align;
-    int b0, b1;
-    hy_split_range(nb, i, s->nth, &b0, &b1);
-    const int f = b0 * c->align, b = b1 * c->align < c->rows ? b1 * c->align : c->rows;
+    int f, b;
+    hy_rowsplit_static_part(c->rows, c->align, i, s->nth, &f, &b);
     const uint64_t init = pack(c->gen, f, b);
     if (atomic_compare_exchange_strong(w, &v, init)) return init;
     HY_ASSERT(w_gen(v) == c->gen); /* another thread initialised it first */

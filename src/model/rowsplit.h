@@ -52,6 +52,10 @@ int hy_rowsplit_create(hy_rowsplit **out, int nth, hy_err *err);
 void hy_rowsplit_free(hy_rowsplit *s);
 /* Starts a new step: call indices from 0 again. Single-threaded, between jobs. */
 void hy_rowsplit_reset(hy_rowsplit *s);
+/* Thread ith's static part [*r0, *r1) of `rows` rows of nth threads (whole blocks of `align`,
+ * contiguous, balanced): what hy_rowsplit_next hands it first, and the whole split where rows
+ * are not shared dynamically. */
+void hy_rowsplit_static_part(int rows, int align, int ith, int nth, int *r0, int *r1);
 /* Thread ith's start of the next call over `rows` rows (<= HY_ROWSPLIT_MAX_ROWS), pieces of
  * `piece` to 8 x `piece` rows, boundaries at multiples of `align` (or the end). */
 void hy_rowsplit_begin(hy_rowsplit *s, int rows, int align, int piece, int ith, hy_rowsplit_call *call);
