@@ -120,8 +120,7 @@ bool hy_isa_supported(const hy_cpu_features *f, hy_isa isa) {
     case HY_ISA_AVX2: return f->avx2 && f->fma && f->f16c;
     case HY_ISA_AVX512:
         return f->avx2 && f->fma && f->f16c &&
-               (f->avx512_emu || (f->avx512f && f->avx512bw && f->avx512dq && f->avx512vl && f->avx512_bf16 &&
-                                  f->avx512_vnni));
+               (f->avx512_emu || (f->avx512f && f->avx512bw && f->avx512dq && f->avx512vl && f->avx512_vnni));
     default: return false;
     }
 }

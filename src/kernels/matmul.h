@@ -246,6 +246,10 @@ hy_matmul_fn hy_matmul_avx512(void);
  * asked of the loader (hy_matmul_bf16_groups / hy_matmul_fp8_groups with intel); kernels/cpu/
  * dispatch.c chooses. */
 hy_matmul_fn hy_matmul_avx512_intel(void);
+/* hy_matmul_avx512_intel() for CPUs without AVX512_BF16 (matmul_avx512_nobf16.c): no vdpbf16ps
+ * and no vcvtneps2bf16; HY_ACT_BF16 keeps fp32 products of the rounded activations (as avx2),
+ * HY_ACT_BF16_GEMV the exact sums. The layouts of the intel instance. */
+hy_matmul_fn hy_matmul_avx512_nobf16(void);
 /* hy_matmul_avx512_intel() with AMX tiles for BF16G, FP8G, Q8 and Q4 matrices with HY_ACT_BF16
  * and for BF16G and FP8G under HY_ACT_BF16_GEMV (matmul_amx.c, its header has the order). Only
  * for CPUs with AMX-BF16 whose OS granted the tile state (hy_cpu_amx_permit); NULL when this

@@ -114,9 +114,9 @@ static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, con
  * the same sums but FP8's fast decode) and, where the CPU has AMX-BF16, its third (AMX tiles
  * for bf16 activations and the fast decode: its own order, checked by check_amx_order) */
 static int n_tiers;
-static hy_matmul_fn tier_fn[HY_ISA_COUNT + 2];
-static const char *tier_name[HY_ISA_COUNT + 2];
-static bool tier_amx[HY_ISA_COUNT + 2];
+static hy_matmul_fn tier_fn[HY_ISA_COUNT + 3];
+static const char *tier_name[HY_ISA_COUNT + 3];
+static bool tier_amx[HY_ISA_COUNT + 3];
 
 static int setup(void **st) {
     (void)st;
@@ -125,6 +125,17 @@ static int setup(void **st) {
     for (int i = HY_ISA_AVX2; i < HY_ISA_COUNT; i++) {
         if (!hy_isa_supported(&f, (hy_isa)i) || !hy_matmul_get((hy_isa)i)) {
             printf("tier %s: not supported here, skipped\n", hy_isa_name((hy_isa)i));
+            continue;
+        }
+        /* without AVX512_BF16 the tier runs only its no-bf16 instance (the others' bf16 paths
+         * would fault); it runs wherever the tier does, so it is checked everywhere */
+        const bool bf16 = i < HY_ISA_AVX512 || f.avx512_bf16 || f.avx512_emu;
+        if (i == HY_ISA_AVX512 && hy_matmul_avx512_nobf16()) {
+            tier_name[n_tiers] = "avx512 (intel, no bf16)";
+            tier_fn[n_tiers++] = hy_matmul_avx512_nobf16();
+        }
+        if (!bf16) {
+            printf("tier %s: the instances with bf16 instructions skipped (no avx512_bf16 here)\n", hy_isa_name((hy_isa)i));
             continue;
         }
         tier_name[n_tiers] = hy_isa_name((hy_isa)i);

@@ -60,14 +60,18 @@ static void test_select_rules(void **st) {
     assert_int_equal(isa, HY_ISA_AVX2);
     assert_int_equal(hy_isa_select(&all, "ref", "avx2", &isa, &e), 0);
     assert_int_equal(isa, HY_ISA_REF);
-    /* AVX-512 without BF16 is not the avx512 tier */
+    /* AVX-512 without BF16 (Skylake-SP to Ice Lake) is the avx512 tier (its no-bf16 matmuls);
+     * without VNNI it is not */
     hy_cpu_features nobf = all;
     nobf.avx512_bf16 = false;
+    assert_int_equal(hy_isa_select(&nobf, NULL, NULL, &isa, &e), 0);
+    assert_int_equal(isa, HY_ISA_AVX512);
+    nobf.avx512_vnni = false;
     assert_int_equal(hy_isa_select(&nobf, NULL, NULL, &isa, &e), 0);
     assert_int_equal(isa, HY_ISA_AVX2);
     assert_int_equal(hy_isa_select(&nobf, "avx512", NULL, &isa, &e), HY_E_UNSUPPORTED);
     printf("error: %s\n", e.msg);
-    assert_non_null(strstr(e.msg, "avx512_bf16"));
+    assert_non_null(strstr(e.msg, "avx512_vnni"));
     assert_int_equal(hy_isa_select(&none, NULL, "avx2", &isa, &e), HY_E_UNSUPPORTED);
     printf("error: %s\n", e.msg);
     assert_non_null(strstr(e.msg, "HYLA_ISA"));
@@ -82,6 +86,7 @@ static void test_tune_rules(void **st) {
     hy_cpu_features intel = {0}, amd = {0};
     strcpy(intel.vendor, "GenuineIntel");
     strcpy(amd.vendor, "AuthenticAMD");
+    intel.avx512_bf16 = amd.avx512_bf16 = true;
     hy_err e = {0};
     bool in = false;
     assert_int_equal(hy_cpu_tune_select(&intel, NULL, &in, &e), 0);
@@ -96,6 +101,14 @@ static void test_tune_rules(void **st) {
     printf("error: %s\n", e.msg);
     assert_non_null(strstr(e.msg, "HYLA_TUNE"));
     assert_non_null(strstr(e.msg, "skylake"));
+    /* without AVX512_BF16 only the intel instance (hy_matmul_avx512_nobf16) */
+    hy_cpu_features old = intel;
+    old.avx512_bf16 = false;
+    assert_int_equal(hy_cpu_tune_select(&old, "auto", &in, &e), 0);
+    assert_true(in);
+    assert_int_equal(hy_cpu_tune_select(&old, "zen", &in, &e), HY_E_UNSUPPORTED);
+    printf("error: %s\n", e.msg);
+    assert_non_null(strstr(e.msg, "avx512_bf16"));
 }
 
 /* HYLA_AMX: 0 never, 1 where usable (else an error naming why), auto where usable; never for

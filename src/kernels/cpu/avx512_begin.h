@@ -12,6 +12,12 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
 #include "kernels/cpu/avx512_emu.h"
+#elif defined(HY_AVX512_NO_BF16) && defined(__clang__)
+/* a region for CPUs without AVX512_BF16: the compiler refuses every bf16 instruction in it */
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c"))), apply_to = function)
+#elif defined(HY_AVX512_NO_BF16)
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni,avx2,fma,f16c")
 #elif defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vnni,avx2,fma,f16c"))), apply_to = function)
 #else

@@ -31,7 +31,6 @@ static void isa_missing(const hy_cpu_features *f, hy_isa isa, char *buf, size_t 
         {f->avx2, "avx2"}, {f->fma, "fma"}, {f->f16c, "f16c"},
         {f->avx512f || isa < HY_ISA_AVX512, "avx512f"}, {f->avx512bw || isa < HY_ISA_AVX512, "avx512bw"},
         {f->avx512dq || isa < HY_ISA_AVX512, "avx512dq"}, {f->avx512vl || isa < HY_ISA_AVX512, "avx512vl"},
-        {f->avx512_bf16 || isa < HY_ISA_AVX512, "avx512_bf16"},
         {f->avx512_vnni || isa < HY_ISA_AVX512, "avx512_vnni"},
     };
     for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
@@ -68,13 +67,17 @@ int hy_isa_select(const hy_cpu_features *f, const char *request, const char *env
 }
 
 int hy_cpu_tune_select(const hy_cpu_features *f, const char *env, bool *intel, hy_err *e) {
+    const bool bf16 = f->avx512_bf16 || f->avx512_emu;
     if (!env || !env[0] || !strcmp(env, "auto")) {
-        *intel = !strcmp(f->vendor, "GenuineIntel");
+        *intel = !bf16 || !strcmp(f->vendor, "GenuineIntel");
         return 0;
     }
     if (strcmp(env, "intel") && strcmp(env, "zen"))
         return hy_err_set(e, HY_E_INVALID, "HYLA_TUNE: unknown value '%s' (expected intel, zen or auto)", env);
     *intel = !strcmp(env, "intel");
+    if (!*intel && !bf16)
+        return hy_err_set(e, HY_E_UNSUPPORTED, "HYLA_TUNE=zen: the zen instance needs avx512_bf16, which this CPU "
+                          "lacks (expected intel or auto)");
     return 0;
 }
 
@@ -112,7 +115,7 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
         bool intel;
         rc = hy_cpu_tune_select(&k->cpu, getenv("HYLA_TUNE"), &intel, e);
         if (rc) return rc;
-        if (intel) k->ops.matmul = hy_matmul_avx512_intel();
+        if (intel) k->ops.matmul = k->cpu.avx512_bf16 || k->cpu.avx512_emu ? hy_matmul_avx512_intel() : hy_matmul_avx512_nobf16();
         k->tune = intel ? "intel" : "zen";
         bool amx;
         rc = hy_cpu_amx_select(&k->cpu, getenv("HYLA_AMX"), intel, &amx, e);

@@ -38,8 +38,10 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e);
 int hy_isa_select(const hy_cpu_features *f, const char *request, const char *env, hy_isa *out, hy_err *e);
 
 /* The avx512 matmul instance (kernels/matmul.h): env (the value of HYLA_TUNE) "intel" or
- * "zen", else ("auto", empty or NULL) "intel" on a GenuineIntel CPU and "zen" otherwise.
- * Returns 0 and *intel, or HY_E_INVALID for another value. */
+ * "zen", else ("auto", empty or NULL) "intel" on a GenuineIntel CPU or one without AVX512_BF16
+ * (whose instance, hy_matmul_avx512_nobf16, is the Intel one) and "zen" otherwise.
+ * Returns 0 and *intel, HY_E_INVALID for another value, HY_E_UNSUPPORTED for "zen" without
+ * AVX512_BF16. */
 int hy_cpu_tune_select(const hy_cpu_features *f, const char *env, bool *intel, hy_err *e);
 
 /* Whether the avx512 tier's intel instance uses AMX (hy_matmul_avx512_amx): env (the value of

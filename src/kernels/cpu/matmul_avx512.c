@@ -151,7 +151,13 @@ typedef __m512i vi;
 #define MM_Q_NV2 4
 #define MM_Q_NT 2
 #endif
+/* The no-BF16 instance (matmul_avx512_nobf16.c, AVX-512 CPUs before Cooper Lake / Zen 4):
+ * bf16 activations are rounded in integer code and multiplied with fp32 FMAs, as on avx2 */
+#ifdef MM_AVX512_NOBF16
+#define MM_HAVE_DPBF16 0
+#else
 #define MM_HAVE_DPBF16 1
+#endif
 #define Q8_ZP 128
 #define Q4_ZP 8
 
@@ -225,7 +231,24 @@ static inline void vf_quad4(vf v[4]) {
     }
     for (int j = 0; j < 4; j++) v[j] = o[j];
 }
+#if MM_HAVE_DPBF16 || defined(HY_AVX512_EMU)
 static inline vf vf_round_bf16(vf v) { return vf_from_bf16((__m256i)_mm512_cvtneps_pbh(v)); }
+#else
+/* vcvtneps2bf16's rounding in integer code: denormals to signed zero, NaNs quieted, the rest to
+ * the nearest bf16 (ties to even); kept as fp32. (The emulated test build, whose header has
+ * vcvtneps2bf16 and not these integer ops, takes the line above: the same values.) */
+static inline vf vf_round_bf16(vf v) {
+    const __m512i u = _mm512_castps_si512(v), hi = _mm512_set1_epi32((int)0xffff0000u);
+    const __mmask16 den = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                  _mm512_set1_epi32(0x7f800000));
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd);
+    r = _mm512_mask_mov_epi32(r, den, _mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)));
+    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
+    return _mm512_castsi512_ps(_mm512_and_si512(r, hi));
+}
+#endif
 
 static inline vi vi_load(const void *p) { return _mm512_loadu_si512(p); }
 static inline vi vi_set1(int32_t v) { return _mm512_set1_epi32(v); }
@@ -257,7 +280,9 @@ static inline void vi_store_i8(int8_t *p, vi a) { _mm_storeu_si128((__m128i *)p,
 
 #include "kernels/cpu/avx512_end.h"
 
-#ifdef MM_AVX512_INTEL
+#if defined(MM_AVX512_NOBF16)
+hy_matmul_fn hy_matmul_avx512_nobf16(void) { return mm_simd; }
+#elif defined(MM_AVX512_INTEL)
 hy_matmul_fn hy_matmul_avx512_intel(void) { return mm_simd; }
 bool hy_matmul_avx512_intel_bf16_groups(void) { return MM_BF16_GROUPS; }
 bool hy_matmul_avx512_intel_fp8_groups(void) { return MM_FP8_GROUPS; }
@@ -268,6 +293,8 @@ bool hy_matmul_avx512_bf16_groups(void) { return MM_BF16_GROUPS; }
 bool hy_matmul_avx512_fp8_groups(void) { return MM_FP8_GROUPS; }
 #endif
 
+#elif defined(MM_AVX512_NOBF16)
+hy_matmul_fn hy_matmul_avx512_nobf16(void) { return NULL; }
 #elif defined(MM_AVX512_INTEL)
 hy_matmul_fn hy_matmul_avx512_intel(void) { return NULL; }
 bool hy_matmul_avx512_intel_bf16_groups(void) { return false; }
