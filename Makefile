@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all build test test-avx512emu asan fuzz bench bench-long setup clean
+.PHONY: all build test test-avx512emu test-amxemu asan fuzz bench bench-long setup clean
 
 all: build
 
@@ -29,6 +29,17 @@ test-avx512emu: setup
 	@cmake -S . -B build-avx512emu -DCMAKE_BUILD_TYPE=Release -DHYLA_AVX512_EMU=ON >/dev/null
 	@cmake --build build-avx512emu -j $(JOBS) --target $(EMU_TESTS)
 	@cd build-avx512emu && HYLA_ISA=avx512 ctest --output-on-failure -j $(JOBS) -R '^($(subst $(space),|,$(strip $(EMU_TESTS))))$$'
+
+# The AMX kernels' tests on an AVX-512 CPU without AMX: a separate build whose AMX tiles (and
+# the bf16 conversion they use) are emulated (src/kernels/cpu/amx_tile_emu.h), so the AMX paths
+# run there, slowly, against their oracles. Skipped where the CPU lacks AVX-512.
+AMX_EMU_TESTS = test_matmul_simd test_attn_simd test_quant_quality test_forward_batch
+test-amxemu: setup
+	@if grep -q avx512bw /proc/cpuinfo && grep -q avx512vl /proc/cpuinfo && grep -q avx512dq /proc/cpuinfo; then \
+	  cmake -S . -B build-amxemu -DCMAKE_BUILD_TYPE=Release -DHYLA_AMX_EMU=ON >/dev/null && \
+	  cmake --build build-amxemu -j $(JOBS) --target $(AMX_EMU_TESTS) && \
+	  cd build-amxemu && HYLA_AMX=1 ctest --output-on-failure -j $(JOBS) -R '^($(subst $(space),|,$(strip $(AMX_EMU_TESTS))))$$'; \
+	else echo "test-amxemu: no AVX-512 here, skipped"; fi
 
 asan: setup
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHYLA_SANITIZE=ON >/dev/null

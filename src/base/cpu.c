@@ -80,12 +80,16 @@ void hy_cpu_detect(hy_cpu_features *f) {
     /* AMX: leaf 7 EDX bit 24 (tiles) and 22 (bf16); XCR0 bits 17-18 (tile config and data) */
     __cpuid_count(7, 0, a, b, c, d);
     f->amx_bf16 = f->os_avx512 && ((d >> 24) & 1) && ((d >> 22) & 1) && (xcr0 & 0x60000) == 0x60000;
+#if defined(HY_AMX_EMU)
+    f->amx_emu = f->avx512f && f->avx512bw && f->avx512dq && f->avx512vl;
+#endif
 }
 
 #if defined(__linux__) && defined(__x86_64__)
 #include <sys/syscall.h>
 #include <unistd.h>
 bool hy_cpu_amx_permit(const hy_cpu_features *f) {
+    if (f->amx_emu) return true; /* no tile state in use */
     if (!f->amx_bf16) return false;
     enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
     return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;

@@ -24,6 +24,9 @@ typedef struct hy_cpu_features {
     bool avx512_emu;   /* test build with HY_AVX512_EMU on an AVX2 CPU: the avx512 tier runs
                           emulated (kernels/cpu/avx512_emu.h); the avx512* bits above stay the
                           hardware's, since code outside that tier uses them for real */
+    bool amx_emu;      /* test build with HY_AMX_EMU on a CPU with AVX-512 F/BW/DQ/VL: the AMX
+                          kernels run with their tiles emulated (kernels/cpu/amx_emu.h); amx_bf16
+                          stays the hardware's */
 } hy_cpu_features;
 
 /* Fills f (all false on non-x86 builds). Feature bits are reported only when the OS also

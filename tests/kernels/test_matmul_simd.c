@@ -143,14 +143,16 @@ static int setup(void **st) {
         if (i == HY_ISA_AVX512 && hy_matmul_avx512_intel()) {
             tier_name[n_tiers] = "avx512 (intel)";
             tier_fn[n_tiers++] = hy_matmul_avx512_intel();
-            if (hy_matmul_avx512_amx() && !f.avx512_emu && hy_cpu_amx_permit(&f)) {
-                tier_name[n_tiers] = "avx512 (amx)";
-                tier_amx[n_tiers] = true;
-                tier_fn[n_tiers++] = hy_matmul_avx512_amx();
-            } else {
-                printf("avx512 (amx): no AMX-BF16 here, skipped\n");
-            }
         }
+    }
+    /* AMX: the hardware's, or the emulated tiles of a HYLA_AMX_EMU build */
+    if (hy_isa_supported(&f, HY_ISA_AVX512) && hy_matmul_avx512_amx() && (f.amx_bf16 || f.amx_emu) &&
+        !f.avx512_emu && hy_cpu_amx_permit(&f)) {
+        tier_name[n_tiers] = f.amx_emu ? "avx512 (amx, emulated tiles)" : "avx512 (amx)";
+        tier_amx[n_tiers] = true;
+        tier_fn[n_tiers++] = hy_matmul_avx512_amx();
+    } else {
+        printf("avx512 (amx): no AMX-BF16 here, skipped\n");
     }
     return 0;
 }

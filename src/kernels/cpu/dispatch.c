@@ -87,11 +87,11 @@ int hy_cpu_amx_select(const hy_cpu_features *f, const char *env, bool intel, boo
     if (env && env[0] && !off && !on && strcmp(env, "auto"))
         return hy_err_set(e, HY_E_INVALID, "HYLA_AMX: unknown value '%s' (expected 0, 1 or auto)", env);
     if (off || !intel) return 0;
-    if (!hy_matmul_avx512_amx() || !f->amx_bf16 || f->avx512_emu || !hy_cpu_amx_permit(f)) {
+    if (!hy_matmul_avx512_amx() || !(f->amx_bf16 || f->amx_emu) || f->avx512_emu || !hy_cpu_amx_permit(f)) {
         if (on)
             return hy_err_set(e, HY_E_UNSUPPORTED, "HYLA_AMX=1: AMX is not usable here (%s)",
                               !hy_matmul_avx512_amx() ? "not compiled into this build"
-                              : !f->amx_bf16 || f->avx512_emu ? "the CPU or OS lacks AMX-BF16"
+                              : !(f->amx_bf16 || f->amx_emu) || f->avx512_emu ? "the CPU or OS lacks AMX-BF16"
                                                               : "the OS refused the tile state");
         return 0;
     }

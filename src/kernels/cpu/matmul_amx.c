@@ -46,22 +46,20 @@
 
 #if defined(__x86_64__) && !defined(HY_AVX512_EMU)
 
-#if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,amx-tile,amx-bf16"))), apply_to = function)
-#else
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,amx-tile,amx-bf16")
-#endif
-#include <immintrin.h>
+#include "kernels/cpu/amx_begin.h"
 
+#include "kernels/cpu/amx_tiles.h"
 #include "kernels/cpu/fp8x_avx512.h"
 
+/* the instance for everything not on tiles; the emulated test build may run where the CPU has
+ * no AVX-512 BF16 */
+#if defined(HY_AMX_EMU)
+#define AMX_BASE hy_matmul_avx512_nobf16
+#else
+#define AMX_BASE hy_matmul_avx512_intel
+#endif
+
 /* tiles: C (tokens 0-15 | 16-31) x (group 0 | 1) = 0 1 / 2 3, A (tokens) 4 5, B (groups) 6 7 */
-typedef struct amx_cfg {
-    uint8_t palette, start_row, reserved[14];
-    uint16_t colsb[16];
-    uint8_t rows[16];
-} amx_cfg;
 
 #define AMX_KS 32                                /* columns per tile step */
 #define AMX_NBP (MG_NB)                          /* token rows of the converted block */
@@ -71,24 +69,6 @@ _Static_assert(AMX_TAIL_BYTES <= (size_t)MG_AMX_MC * MG_KC * 2, "AMX tail buffer
 _Static_assert(HY_G_ROWS == 16 && HY_Q_ROWS == 16, "a row group / int8 block is a tile's 16 columns");
 _Static_assert(MG_KC % HY_Q_GROUP == 0, "column blocks of whole int8 groups");
 
-static void amx_config(void) {
-    amx_cfg c;
-    memset(&c, 0, sizeof c);
-    c.palette = 1;
-    for (int i = 0; i < 8; i++) c.colsb[i] = 64, c.rows[i] = 16;
-    _tile_loadconfig(&c);
-}
-
-/* floats s[0, min(n, 16)) in a vector, zeros past them (n may be 0 or less) */
-static inline __m512 amx_load16(const float *s, int n) {
-    return n >= 16 ? _mm512_loadu_ps(s)
-           : n > 0 ? _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), s)
-                   : _mm512_setzero_ps();
-}
-/* floats s[0, min(n, 32)) rounded to bf16 (nearest even), zeros past them */
-static inline __m512i amx_bf16x32(const float *s, int n) {
-    return (__m512i)_mm512_cvtne2ps_pbh(amx_load16(s + 16, n - 16), amx_load16(s, n));
-}
 
 /* Tokens [0, nb) of x, every column, rounded to bf16 into xbf [column block][MG_NB][MG_KC];
  * columns past K and tokens up to the next multiple of 32 are zeros. */
@@ -626,11 +606,7 @@ static void amx_emu(const hy_mat *W, int T, const float *xf, int kp, float *y, s
 _Static_assert(AMX_EMU_NG == 4 && AMX_EMU_MAX_T == 4, "amx_emu's cases");
 _Static_assert(4 * AMX_STEP_BF16 + 2 * 4 * AMX_STEP_BF16 <= AMX_TAIL_BYTES, "amx_gemv's tails and FP8G steps");
 
-#if defined(__clang__)
-#pragma clang attribute pop
-#else
-#pragma GCC pop_options
-#endif
+#include "kernels/cpu/amx_end.h"
 
 /* What the scratch's converted tokens hold (the AMX part of the scratch header, matmul_blk.h):
  * HY_ACT_KEEP_X lets the pieces of one matmul (the forward's row pieces of 128, the
@@ -683,7 +659,7 @@ static void amx_fast(const hy_mat *W, int T, const float *x, size_t ldx, float *
         const bool finite = amx_keep(scratch, act, &now) || amx_pack_tokens(x, ldx, T, K, kp, sr, W->bs1, xs, emu);
         if (f8 && !finite) {
             rec->valid = 0;
-            hy_matmul_avx512_intel()(W, T, x, ldx, y, ldy, rb, re, accumulate, act & ~HY_ACT_KEEP_X, scratch);
+            AMX_BASE()(W, T, x, ldx, y, ldy, rb, re, accumulate, act & ~HY_ACT_KEEP_X, scratch);
             continue;
         }
         if (emu) amx_emu(W, T, xs, kp, y, ldy, rb, re, accumulate, base);
@@ -707,10 +683,10 @@ static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y,
         return;
     }
     rec->valid = 0; /* the Intel instance may write over the converted tokens */
-    hy_matmul_avx512_intel()(W, T, x, ldx, y, ldy, o0, o1, accumulate, act, scratch);
+    AMX_BASE()(W, T, x, ldx, y, ldy, o0, o1, accumulate, act, scratch);
 }
 
-hy_matmul_fn hy_matmul_avx512_amx(void) { return hy_matmul_avx512_intel() ? mm_amx : NULL; }
+hy_matmul_fn hy_matmul_avx512_amx(void) { return AMX_BASE() ? mm_amx : NULL; }
 
 #else
 hy_matmul_fn hy_matmul_avx512_amx(void) { return NULL; }
