@@ -53,6 +53,17 @@ typedef struct hy_attn_ops {
     void (*gqa)(const hy_attn_args *a, float *work);
 } hy_attn_ops;
 
+/* The fast prefill's variant (cpu/attn_amx.c; NULL where not compiled, and usable only where
+ * kernels/cpu/dispatch.c selected AMX): the same loop with both products on AMX tiles. The
+ * forward pass uses it where the fast prefill's matmuls take bf16 activations (HY_ACT_BF16
+ * from HY_MATMUL_GEMM_MIN_T tokens on, kernels/matmul.h). Numerics: q, k and v
+ * rounded to bf16 (nearest even), scores summed in fp32 in TDPBF16PS's order; probabilities
+ * rounded to bf16 for P·V and the row's sum taken over those rounded values; fp32 output. The
+ * invariances above hold (a row depends on its own query only). Its scratch is larger than
+ * the fp32 kernels': hy_attn_amx_work_floats. */
+size_t hy_attn_amx_work_floats(int rows, int dh);
+const hy_attn_ops *hy_attn_ops_amx(void);
+
 /* The scalar oracle: hy_ref_attn_head (kernels/ops.h) for each row. */
 void hy_attn_gqa_ref(const hy_attn_args *a, float *work);
 

@@ -280,6 +280,11 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     if (n_gdn) c->thr_work_floats = rounded(hy_gdn_chunk_work_floats(&c->gd, HY_GDN_CHUNK));
     if (n_attn && rounded(hy_attn_work_floats(c->attn_tb * (d.Hq / d.Hkv))) > c->thr_work_floats)
         c->thr_work_floats = rounded(hy_attn_work_floats(c->attn_tb * (d.Hq / d.Hkv)));
+    c->attn_tb_bf16 = n_attn ? (d.Hq / d.Hkv >= 256 ? 1 : 256 / (d.Hq / d.Hkv)) : 1;
+    if (n_attn && (c->act & HY_ACT_BF16) && c->kern.attn_bf16) {
+        const size_t w = rounded(hy_attn_amx_work_floats(c->attn_tb_bf16 * (d.Hq / d.Hkv), d.Dh));
+        if (w > c->thr_work_floats) c->thr_work_floats = w;
+    }
     c->gdn_prep_floats = n_gdn ? rounded(hy_gdn_chunk_prep_floats(&c->gd, HY_GDN_CHUNK)) : 0;
     const size_t n_prep = n_gdn ? (size_t)d.Hv * (C / HY_GDN_CHUNK) : 0;
     int max_cols = d.D > d.F ? d.D : d.F;

@@ -87,6 +87,8 @@ struct hy_ctx {
     float *gdn_prep;      /* [Hv][max_chunk/64][gdn_prep_floats] prepared GDN chunks of one step */
     size_t gdn_prep_floats;
     int attn_tb;          /* tokens per attention work unit (one KV head x attn_tb tokens) */
+    int attn_tb_bf16;     /* the same for kern.attn_bf16 (fast prefill): more rows share each
+                             key block it converts */
     size_t scratch_bytes;
 
     /* attention views into work */

@@ -6,10 +6,12 @@
  *                                               tokens split (1 token: fused
  *                                               into phase 3 by KV head)
  *   phase 3  causal softmax attention (GQA), times sigmoid(gate): the
- *            tier's flash-style kernel (c->kern.attn) over units of one KV
- *            head x attn_tb tokens, so the query heads of a group share every
- *            K/V row they load; units dealt round-robin, which balances the
- *            causal triangle              units split (result per row fixed)
+ *            tier's flash-style kernel (c->kern.attn; in the fast prefill's
+ *            steps its AMX variant, c->kern.attn_bf16, with attn_tb_bf16)
+ *            over units of one KV head x attn_tb tokens, so the query heads
+ *            of a group share every K/V row they load; units dealt
+ *            round-robin, which balances the causal triangle
+ *                                         units split (result per row fixed)
  *   phase 4  o_proj, added to the residual      rows split
  *
  * Layout traps handled here: q_proj emits per head [query(Dh) | gate(Dh)]
@@ -68,7 +70,10 @@ void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
         hy_threadpool_barrier(c->tp);
     }
 
-    const int group = Hq / Hkv, tb = c->attn_tb;
+    /* the fast prefill's steps: bf16 products on AMX tiles where the matmuls take them too */
+    const bool fast = HY_ACT_MODE(c->act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T && c->kern.attn_bf16;
+    const hy_attn_ops *kern = fast ? c->kern.attn_bf16 : c->kern.attn;
+    const int group = Hq / Hkv, tb = fast ? c->attn_tb_bf16 : c->attn_tb;
     const int n_units = Hkv * ((T + tb - 1) / tb);
     float *work = c->thr_work + (size_t)ith * c->thr_work_floats;
     hy_attn_args a = {.ldq_t = qg_w, .ldq_h = 2 * (size_t)Dh, .ldo_t = o_w, .ldo_h = (size_t)Dh, .ld = kv_w,
@@ -81,7 +86,7 @@ void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
         a.out = c->a_out + ta * o_w + (size_t)g * group * Dh;
         a.k = hy_kv_cache_k(kv, L->slot, 0) + (size_t)g * Dh;
         a.v = hy_kv_cache_v(kv, L->slot, 0) + (size_t)g * Dh;
-        c->kern.attn->gqa(&a, work);
+        kern->gqa(&a, work);
         for (int t = 0; t < a.nt; t++)
             for (int i = 0; i < group; i++) {
                 float *o = a.out + t * o_w + (size_t)i * Dh;

@@ -8,7 +8,10 @@
  * Tolerance: max |x - ref| <= 1e-5 (outputs are convex combinations of values in [-1, 1]);
  * the worst error is printed. Also: a row's result is bit-identical whether it is computed in
  * one call with its neighbours or alone (what makes the forward pass thread-count invariant),
- * and the AVX-512 score tile's shared reduction (vf_hsum4x4) gives vf_hsum4's sums bit for bit. */
+ * and the AVX-512 score tile's shared reduction (vf_hsum4x4) gives vf_hsum4's sums bit for bit.
+ * The fast prefill's AMX variant (hy_attn_ops_amx, where this machine has AMX or the build
+ * emulates the tiles: make test-amxemu) on the same cases against the oracle run on q, k and v
+ * rounded to bf16 (TOL_AMX below), with the same per-token bit-identity. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,11 +46,17 @@ static float *xalloc(size_t n) {
 
 static int n_tiers;
 static const hy_attn_ops *tiers[HY_ISA_COUNT];
+static const hy_attn_ops *amx; /* the fast prefill's AMX variant where this machine runs it */
 
 static int setup(void **st) {
     (void)st;
     hy_cpu_features f;
     hy_cpu_detect(&f);
+    /* the hardware's tiles, or the emulated ones of a HYLA_AMX_EMU build (make test-amxemu) */
+    if (hy_attn_ops_amx() && (f.amx_bf16 || f.amx_emu) && !f.avx512_emu && hy_isa_supported(&f, HY_ISA_AVX512) &&
+        hy_cpu_amx_permit(&f))
+        amx = hy_attn_ops_amx();
+    else printf("amx attention: not runnable here, skipped\n");
     for (int i = HY_ISA_REF + 1; i < HY_ISA_COUNT; i++) {
         const hy_attn_ops *o = hy_attn_ops_get((hy_isa)i);
         if (!o || !hy_isa_supported(&f, (hy_isa)i)) {
@@ -64,8 +73,18 @@ typedef struct acase {
     float qscale; /* magnitude of q (large: peaky softmax, many max updates) */
 } acase;
 
-/* Runs one case on every tier; returns the worst error. */
-static double run_case(const acase *c, uint64_t seed) {
+/* nearest-even bf16 of x, as a float */
+static float bf16r(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+/* Runs one case on the n kernels of ops against the oracle (on q, k and v rounded to bf16 where
+ * bf16) with tolerance tol; returns the worst error. */
+static double run_case_on(const acase *c, uint64_t seed, const hy_attn_ops *const *ops, int n, bool bf16, double tol) {
     rng r = {seed};
     const int dh = c->dh, ng = c->ng, hkv = c->hkv, nt = c->nt, nkv = c->n_past + c->nt;
     const size_t ld = (size_t)hkv * dh;          /* K/V rows of all KV heads interleaved */
@@ -77,7 +96,14 @@ static double run_case(const acase *c, uint64_t seed) {
     for (size_t i = 0; i < (size_t)nkv * ld; i++) k[i] = rng_sym(&r), v[i] = rng_sym(&r);
     for (size_t i = 0; i < (size_t)nt * ldq_t; i++) q[i] = c->qscale * rng_sym(&r);
     float *ref = xalloc((size_t)nt * ldo_t), *got = xalloc((size_t)nt * ldo_t), *one = xalloc((size_t)nt * ldo_t);
-    float *work = xalloc(hy_attn_work_floats(nt * ng));
+    const size_t wf = hy_attn_work_floats(nt * ng), wa = hy_attn_amx_work_floats(nt * ng, dh);
+    float *work = xalloc(bf16 && wa > wf ? wa : wf);
+    float *kr = k, *vr = v, *qr = q; /* the oracle's inputs */
+    if (bf16) {
+        kr = xalloc((size_t)nkv * ld), vr = xalloc((size_t)nkv * ld), qr = xalloc((size_t)nt * ldq_t);
+        for (size_t i = 0; i < (size_t)nkv * ld; i++) kr[i] = bf16r(k[i]), vr[i] = bf16r(v[i]);
+        for (size_t i = 0; i < (size_t)nt * ldq_t; i++) qr[i] = bf16r(q[i]);
+    }
     const float scale = 1.0f / sqrtf((float)dh);
     const int g = hkv - 1; /* the last KV head: offsets must be honoured */
     hy_attn_args a = {.q = q + (size_t)g * ng * ldq_h, .ldq_t = ldq_t, .ldq_h = ldq_h,
@@ -85,13 +111,15 @@ static double run_case(const acase *c, uint64_t seed) {
                       .k = k + (size_t)g * dh, .v = v + (size_t)g * dh, .ld = ld,
                       .nt = nt, .ng = ng, .n_past = c->n_past, .dh = dh, .scale = scale};
     a.out = ref + (size_t)g * ng * dh;
+    a.q = qr + (size_t)g * ng * ldq_h, a.k = kr + (size_t)g * dh, a.v = vr + (size_t)g * dh;
     hy_attn_ops_ref()->gqa(&a, work);
+    a.k = k + (size_t)g * dh, a.v = v + (size_t)g * dh;
     double worst = 0.0;
-    for (int ti = 0; ti < n_tiers; ti++) {
+    for (int ti = 0; ti < n; ti++) {
         memset(got, 0x7f, (size_t)nt * ldo_t * sizeof(float)); /* garbage: every row must be written */
         a.out = got + (size_t)g * ng * dh;
         a.nt = nt, a.n_past = c->n_past, a.q = q + (size_t)g * ng * ldq_h;
-        tiers[ti]->gqa(&a, work);
+        ops[ti]->gqa(&a, work);
         double e = 0.0;
         for (int t = 0; t < nt; t++)
             for (int i = 0; i < ng; i++)
@@ -107,23 +135,34 @@ static double run_case(const acase *c, uint64_t seed) {
             a.q = q + (size_t)t * ldq_t + (size_t)g * ng * ldq_h;
             a.out = one + (size_t)t * ldo_t + (size_t)g * ng * dh;
             a.nt = 1, a.n_past = c->n_past + t;
-            tiers[ti]->gqa(&a, work);
+            ops[ti]->gqa(&a, work);
         }
         int same = 1;
         for (int t = 0; t < nt && same; t++)
             same = !memcmp(one + (size_t)t * ldo_t + (size_t)g * ng * dh, got + (size_t)t * ldo_t + (size_t)g * ng * dh,
                            (size_t)ng * dh * sizeof(float));
-        if (!same) printf("  %s: block call and per-token calls differ\n", tiers[ti]->name);
+        if (!same) printf("  %s: block call and per-token calls differ\n", ops[ti]->name);
         assert_true(same);
         if (e > worst) worst = e;
-        if (e > TOL)
-            printf("  %s: dh %d ng %d nt %d n_past %d: max|d| %.3g > %.0e\n", tiers[ti]->name, dh, ng, nt,
-                   c->n_past, e, TOL);
-        assert_true(e <= TOL);
+        if (e > tol)
+            printf("  %s: dh %d ng %d nt %d n_past %d: max|d| %.3g > %.0e\n", ops[ti]->name, dh, ng, nt,
+                   c->n_past, e, tol);
+        assert_true(e <= tol);
     }
+    if (bf16) free(kr), free(vr), free(qr);
     free(k), free(v), free(q), free(ref), free(got), free(one), free(work);
     return worst;
 }
+
+/* Every SIMD tier against the fp32 oracle. */
+static double run_case(const acase *c, uint64_t seed) { return run_case_on(c, seed, tiers, n_tiers, false, TOL); }
+
+/* The AMX variant against the oracle on bf16-rounded q, k, v. What remains is the rounding of
+ * the probabilities to bf16 (relative 2^-9 each): the weights applied to V, renormalised by the
+ * rounded sum, move by at most 2·2^-9 of their total, so |d| <= 2^-8 · max|v| = 3.9e-3 here,
+ * plus fp32 summation order. */
+#define TOL_AMX 4.5e-3
+static double run_case_amx(const acase *c, uint64_t seed) { return run_case_on(c, seed, &amx, 1, true, TOL_AMX); }
 
 static void test_cases(void **st) {
     (void)st;
@@ -151,6 +190,14 @@ static void test_cases(void **st) {
     }
     printf("attention SIMD vs scalar: %zu cases, %d tier(s), worst max|d| = %.3g (tol %.0e)\n",
            sizeof cases / sizeof cases[0], n_tiers, worst, TOL);
+    if (!amx) return;
+    worst = 0.0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        double e = run_case_amx(&cases[i], 1000 + i);
+        if (e > worst) worst = e;
+    }
+    printf("attention AMX vs scalar on bf16 inputs: %zu cases, worst max|d| = %.3g (tol %.1e)\n",
+           sizeof cases / sizeof cases[0], worst, TOL_AMX);
 }
 
 #if defined(__x86_64__)
@@ -203,7 +250,7 @@ static void test_random(void **st) {
     (void)st;
     if (!n_tiers) return;
     rng r = {77};
-    double worst = 0.0;
+    double worst = 0.0, worst_amx = 0.0;
     for (int it = 0; it < 60; it++) {
         acase c;
         c.dh = 1 + (int)(rng_u(&r) * 130);
@@ -214,8 +261,13 @@ static void test_random(void **st) {
         c.qscale = rng_u(&r) < 0.2 ? 20.0f : 1.0f;
         double e = run_case(&c, 5000 + (uint64_t)it);
         if (e > worst) worst = e;
+        if (amx) {
+            e = run_case_amx(&c, 5000 + (uint64_t)it);
+            if (e > worst_amx) worst_amx = e;
+        }
     }
     printf("attention SIMD vs scalar: 60 random shapes, worst max|d| = %.3g (tol %.0e)\n", worst, TOL);
+    if (amx) printf("attention AMX vs scalar on bf16 inputs: 60 random shapes, worst max|d| = %.3g (tol %.1e)\n", worst_amx, TOL_AMX);
 }
 
 int main(void) {

@@ -1,5 +1,5 @@
 /*
- * The AMX tile instructions the AMX kernels use (matmul_amx.c), and the bf16
+ * The AMX tile instructions the AMX kernels use (matmul_amx.c, attn_amx.c), and the bf16
  * conversion they take from AVX-512 BF16, written in plain C and AVX-512 F/BW for test builds
  * only (cmake -DHYLA_AMX_EMU=ON, `make test-amxemu`): an AVX-512 machine without AMX (CI's
  * Ice Lake ones) then runs those kernels' tiling, packing, tails and masks against their scalar

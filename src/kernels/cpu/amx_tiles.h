@@ -1,5 +1,5 @@
 /*
- * What the AMX kernels (matmul_amx.c) share: the tile configuration (palette 1)
+ * What the AMX kernels (matmul_amx.c, attn_amx.c) share: the tile configuration (palette 1)
  * and the rounding of fp32 rows to bf16 tile rows. Include it inside the region
  * kernels/cpu/amx_begin.h opens. Every AMX kernel loads its configuration at entry, so kernels
  * never depend on one another's.

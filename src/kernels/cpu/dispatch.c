@@ -120,7 +120,7 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
         bool amx;
         rc = hy_cpu_amx_select(&k->cpu, getenv("HYLA_AMX"), intel, &amx, e);
         if (rc) return rc;
-        if (amx) k->ops.matmul = hy_matmul_avx512_amx();
+        if (amx) k->ops.matmul = hy_matmul_avx512_amx(), k->attn_bf16 = hy_attn_ops_amx();
         k->amx = amx;
     }
     if (!k->gdn || !k->attn || !k->ops.matmul)

@@ -22,6 +22,7 @@ typedef struct hy_cpu_kernels {
     hy_cpu_features cpu;    /* what was detected */
     const hy_gdn_ops *gdn;  /* Gated DeltaNet kernels of that tier */
     const hy_attn_ops *attn; /* grouped-query attention over the KV cache (kernels/attn.h) */
+    const hy_attn_ops *attn_bf16; /* its fast prefill variant (hy_attn_ops_amx) where amx, else NULL */
     hy_ops ops;             /* matmul kernels of that tier (kernels/ops.h); ops not yet
                                vectorised for a tier are the reference ones */
     const char *tune;       /* which instance of the tier's matmul kernels: "intel" or "zen"
