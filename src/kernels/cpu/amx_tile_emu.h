@@ -23,6 +23,8 @@
 #ifndef HY_KERNELS_CPU_AMX_TILE_EMU_H
 #define HY_KERNELS_CPU_AMX_TILE_EMU_H
 
+#include "kernels/cpu/bf16r_avx512.h"
+
 #include <immintrin.h>
 #include <math.h>
 #include <stddef.h>
@@ -86,19 +88,7 @@ static inline void ax_dpbf16ps(int c, int a, int b) {
 
 /* bf16 of b in elements 0..15, of a in 16..31 */
 static inline __m512bh ax_cvtne2ps_pbh(__m512 a, __m512 b) {
-    __m512i w[2];
-    const __m512 in[2] = {b, a};
-    for (int h = 0; h < 2; h++) {
-        const __m512i u = _mm512_castps_si512(in[h]);
-        const __mmask16 den = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
-        const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                      _mm512_set1_epi32(0x7f800000));
-        const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-        __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd);
-        r = _mm512_mask_mov_epi32(r, den, _mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)));
-        r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
-        w[h] = r;
-    }
+    const __m512i w[2] = {bf16r_bits(b), bf16r_bits(a)};
     /* the high word of each dword: word 2i+1 of b for i < 16, of a (index bit 5) after */
     uint16_t ix[32];
     for (int i = 0; i < 32; i++) ix[i] = (uint16_t)(2 * i + 1);

@@ -234,20 +234,10 @@ static inline void vf_quad4(vf v[4]) {
 #if MM_HAVE_DPBF16 || defined(HY_AVX512_EMU)
 static inline vf vf_round_bf16(vf v) { return vf_from_bf16((__m256i)_mm512_cvtneps_pbh(v)); }
 #else
-/* vcvtneps2bf16's rounding in integer code: denormals to signed zero, NaNs quieted, the rest to
- * the nearest bf16 (ties to even); kept as fp32. (The emulated test build, whose header has
- * vcvtneps2bf16 and not these integer ops, takes the line above: the same values.) */
-static inline vf vf_round_bf16(vf v) {
-    const __m512i u = _mm512_castps_si512(v), hi = _mm512_set1_epi32((int)0xffff0000u);
-    const __mmask16 den = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000));
-    const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                  _mm512_set1_epi32(0x7f800000));
-    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-    __m512i r = _mm512_add_epi32(_mm512_add_epi32(u, _mm512_set1_epi32(0x7fff)), odd);
-    r = _mm512_mask_mov_epi32(r, den, _mm512_and_si512(u, _mm512_set1_epi32((int)0x80000000u)));
-    r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(u, _mm512_set1_epi32(0x00400000)));
-    return _mm512_castsi512_ps(_mm512_and_si512(r, hi));
-}
+/* vcvtneps2bf16's rounding in integer code, kept as fp32. (The emulated test build, whose
+ * header has vcvtneps2bf16 and not these integer ops, takes the line above: the same values.) */
+#include "kernels/cpu/bf16r_avx512.h"
+static inline vf vf_round_bf16(vf v) { return _mm512_castsi512_ps(bf16r_bits(v)); }
 #endif
 
 static inline vi vi_load(const void *p) { return _mm512_loadu_si512(p); }
