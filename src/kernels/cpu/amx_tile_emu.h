@@ -1,8 +1,8 @@
 /*
  * The AMX tile instructions the AMX kernels use (matmul_amx.c, attn_amx.c), and the bf16
  * conversion they take from AVX-512 BF16, written in plain C and AVX-512 F/BW for test builds
- * only (cmake -DHYLA_AMX_EMU=ON, `make test-amxemu`): an AVX-512 machine without AMX (CI's
- * Ice Lake ones) then runs those kernels' tiling, packing, tails and masks against their scalar
+ * only (cmake -DHYLA_AMX_EMU=ON, `make test-amxemu`): an AVX-512 machine without AMX (an Ice
+ * Lake, say, as CI's may be) then runs those kernels' tiling, packing, tails and masks against their scalar
  * oracles instead of skipping them. Never part of a release build (a tile product here costs
  * thousands of scalar FMAs).
  *
@@ -12,7 +12,9 @@
  * builtin).
  *
  * State: the tile registers and their configuration are per thread, as on hardware
- * (_Thread_local: a model of the CPU's register file, not engine state).
+ * (_Thread_local: a model of the CPU's register file, not engine state), and per file that
+ * includes this header, unlike hardware: harmless, since every kernel loads its own
+ * configuration at entry and keeps nothing in tiles between calls.
  * Semantics, those the kernels' results depend on and their tests check bit for bit
  * (tests/kernels/test_matmul_simd.c, amx_order_dot): TDPBF16PS per output element and call,
  * one fma chain from zero over the even pairs' products and one over the odd, then
