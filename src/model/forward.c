@@ -177,6 +177,9 @@ static float *conv_taps(float **p, const hy_tensor *t, int C, int K) {
     return dst;
 }
 
+/* Tokens per attention work unit (one KV head): about `rows` query rows, at least one token. */
+static int unit_tokens(int rows, int group) { return group >= rows ? 1 : rows / group; }
+
 int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_err *err) {
     *out = NULL;
     hy_fwd_dims d;
@@ -275,16 +278,17 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     c->work_floats = attn_w > gdn_w ? attn_w : gdn_w;
     if (ffn_w > c->work_floats) c->work_floats = ffn_w;
     /* per-thread kernel scratch; prepared GDN chunks of a whole step (all heads x chunks) */
-    c->attn_tb = n_attn ? (d.Hq / d.Hkv >= 64 ? 1 : 64 / (d.Hq / d.Hkv)) : 1;
+    const int group = n_attn ? d.Hq / d.Hkv : 1;
+    c->attn_tb = n_attn ? unit_tokens(64, group) : 1;
+    c->attn_tb_bf16 = n_attn ? unit_tokens(256, group) : 1;
     c->thr_work_floats = 0;
     if (n_gdn) c->thr_work_floats = rounded(hy_gdn_chunk_work_floats(&c->gd, HY_GDN_CHUNK));
-    if (n_attn && rounded(hy_attn_work_floats(c->attn_tb * (d.Hq / d.Hkv))) > c->thr_work_floats)
-        c->thr_work_floats = rounded(hy_attn_work_floats(c->attn_tb * (d.Hq / d.Hkv)));
-    c->attn_tb_bf16 = n_attn ? (d.Hq / d.Hkv >= 256 ? 1 : 256 / (d.Hq / d.Hkv)) : 1;
+    size_t aw = n_attn ? rounded(hy_attn_work_floats(c->attn_tb * group)) : 0;
     if (n_attn && (c->act & HY_ACT_BF16) && c->kern.attn_bf16) {
-        const size_t w = rounded(hy_attn_amx_work_floats(c->attn_tb_bf16 * (d.Hq / d.Hkv), d.Dh));
-        if (w > c->thr_work_floats) c->thr_work_floats = w;
+        const size_t w = rounded(hy_attn_amx_work_floats(c->attn_tb_bf16 * group, d.Dh));
+        if (w > aw) aw = w;
     }
+    if (aw > c->thr_work_floats) c->thr_work_floats = aw;
     c->gdn_prep_floats = n_gdn ? rounded(hy_gdn_chunk_prep_floats(&c->gd, HY_GDN_CHUNK)) : 0;
     const size_t n_prep = n_gdn ? (size_t)d.Hv * (C / HY_GDN_CHUNK) : 0;
     int max_cols = d.D > d.F ? d.D : d.F;

@@ -2,7 +2,8 @@
  * The fast prefill's grouped-query attention (kernels/attn.h, hy_attn_ops_amx): the flash-style
  * loop of attn_simd.inc (key blocks of HY_ATTN_KB outside, tiles of query rows inside, online
  * softmax) with both products on AMX tiles. Intel CPUs with AMX-BF16 only (kernels/cpu/dispatch.c
- * offers it where the matmuls use AMX); the emulated avx512 test build has none.
+ * offers it where the matmuls use AMX); the emulated avx512 test build has none, the emulated
+ * AMX one (make test-amxemu, kernels/cpu/amx_tile_emu.h) runs it on any AVX-512 CPU.
  *
  * Why: the fp32 kernels run prefill attention at ~85 GFLOP/s per core (most of the fp32 FMA
  * peak); at 32K tokens of the 0.8B shape that is over half of the prompt's time. TDPBF16PS

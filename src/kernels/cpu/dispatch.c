@@ -66,8 +66,11 @@ int hy_isa_select(const hy_cpu_features *f, const char *request, const char *env
     return 0;
 }
 
+/* AVX-512 BF16 instructions run here (the hardware's, or the emulated avx512 tier's) */
+static bool avx512_bf16(const hy_cpu_features *f) { return f->avx512_bf16 || f->avx512_emu; }
+
 int hy_cpu_tune_select(const hy_cpu_features *f, const char *env, bool *intel, hy_err *e) {
-    const bool bf16 = f->avx512_bf16 || f->avx512_emu;
+    const bool bf16 = avx512_bf16(f);
     if (!env || !env[0] || !strcmp(env, "auto")) {
         *intel = !bf16 || !strcmp(f->vendor, "GenuineIntel");
         return 0;
@@ -115,7 +118,7 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
         bool intel;
         rc = hy_cpu_tune_select(&k->cpu, getenv("HYLA_TUNE"), &intel, e);
         if (rc) return rc;
-        if (intel) k->ops.matmul = k->cpu.avx512_bf16 || k->cpu.avx512_emu ? hy_matmul_avx512_intel() : hy_matmul_avx512_nobf16();
+        if (intel) k->ops.matmul = avx512_bf16(&k->cpu) ? hy_matmul_avx512_intel() : hy_matmul_avx512_nobf16();
         k->tune = intel ? "intel" : "zen";
         bool amx;
         rc = hy_cpu_amx_select(&k->cpu, getenv("HYLA_AMX"), intel, &amx, e);
