@@ -7,6 +7,8 @@
  *            32K positions is 64 MiB per KV head, i.e. streamed from DRAM); "cache of H KV
  *            heads": the head's rows interleaved with H-1 other heads' as the engine's KV cache
  *            stores them (memory/kv_cache.h: row stride H·head_dim), 0.8B (2) and 27B (4, g6).
+ * Where AMX is usable (hy_cpu_amx_select), the fast prefill's variant (hy_attn_ops_amx: bf16
+ * products on tiles) gets a column of its own for the prefill shapes.
  * One thread; times are thread-CPU times (the machine is shared), best of reps; ratios vs ref.
  * Usage: bench_attn [reps]. Prints a table; no asserts. */
 #include "kernels/attn.h"
@@ -44,9 +46,14 @@ int main(int argc, char **argv) {
     int nt = 0;
     for (int i = 0; i < HY_ISA_COUNT; i++)
         if (hy_isa_supported(&f, (hy_isa)i) && hy_attn_ops_get((hy_isa)i)) tiers[nt++] = hy_attn_ops_get((hy_isa)i);
+    bool amx = false;
+    hy_err e = {0};
+    if (hy_cpu_amx_select(&f, getenv("HYLA_AMX"), true, &amx, &e) != 0) amx = false;
+    const hy_attn_ops *amx_ops = amx ? hy_attn_ops_amx() : NULL;
     static const shape shapes[] = {
         {"prefill dh256 g4 64 tok @ 512", 256, 4, 64, 512, 1},
         {"prefill dh256 g4 64 tok @ 4096", 256, 4, 64, 4096, 1},
+        {"prefill dh256 g4 64 tok @ 32768", 256, 4, 64, 32768, 1},
         {"prefill dh32 g2 64 tok @ 4096", 32, 2, 64, 4096, 1},
         {"decode dh256 g4 @ 4096", 256, 4, 1, 4096, 1},
         {"decode dh256 g4 @ 32768", 256, 4, 1, 32768, 1},
@@ -56,6 +63,7 @@ int main(int argc, char **argv) {
     };
     printf("  %-46s", "shape (one KV head)");
     for (int i = 0; i < nt; i++) printf(" %18s", tiers[i]->name);
+    if (amx_ops) printf(" %18s", "amx bf16 (prefill)");
     printf("\n");
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const shape *s = &shapes[si];
@@ -63,7 +71,8 @@ int main(int argc, char **argv) {
         float *k = malloc(n * ld * sizeof(float)), *v = malloc(n * ld * sizeof(float));
         float *q = malloc((size_t)s->nt * s->ng * s->dh * sizeof(float));
         float *o = malloc((size_t)s->nt * s->ng * s->dh * sizeof(float));
-        float *w = malloc(hy_attn_work_floats(s->nt * s->ng) * sizeof(float));
+        const size_t wf = hy_attn_work_floats(s->nt * s->ng), wa = hy_attn_amx_work_floats(s->nt * s->ng, s->dh);
+        float *w = malloc((wf > wa ? wf : wa) * sizeof(float));
         if (!k || !v || !q || !o || !w) return 1;
         uint64_t seed = 1;
         for (size_t i = 0; i < n * ld; i++) k[i] = frand(&seed), v[i] = frand(&seed);
@@ -75,18 +84,20 @@ int main(int argc, char **argv) {
         double keys = 0; /* visible (row, key) pairs */
         for (int t = 0; t < s->nt; t++) keys += (double)s->ng * (a.n_past + t + 1);
         const double flops = 4.0 * s->dh * keys, bytes = 2.0 * n * (size_t)s->dh * sizeof(float);
-        double best[HY_ISA_COUNT];
-        for (int i = 0; i < nt; i++) best[i] = 1e30;
+        const int nk = nt + (amx_ops && s->nt > 1); /* kernels measured: the tiers, then AMX */
+        double best[HY_ISA_COUNT + 1];
+        for (int i = 0; i < nk; i++) best[i] = 1e30;
         for (int r = 0; r < reps; r++)
-            for (int i = 0; i < nt; i++) { /* tiers alternate, so drift hits all alike */
+            for (int i = 0; i < nk; i++) { /* tiers alternate, so drift hits all alike */
+                const hy_attn_ops *ops = i < nt ? tiers[i] : amx_ops;
                 int inner = s->nt == 1 ? 4 : 1;
                 double c0 = cpu_s();
-                for (int it = 0; it < inner; it++) tiers[i]->gqa(&a, w);
+                for (int it = 0; it < inner; it++) ops->gqa(&a, w);
                 double dt = (cpu_s() - c0) / inner;
                 if (dt < best[i]) best[i] = dt;
             }
         printf("  %-46s", s->name);
-        for (int i = 0; i < nt; i++) {
+        for (int i = 0; i < nk; i++) {
             if (s->nt == 1) printf(" %7.1f GB/s (x%4.1f)", bytes / best[i] / 1e9, best[0] / best[i]);
             else printf(" %6.1f GF/s (x%4.1f)", flops / best[i] / 1e9, best[0] / best[i]);
         }
