@@ -69,6 +69,59 @@ static float amx_order_dot(const float *w, const float *x, int K) {
     }
     return acc;
 }
+/* The AMX instance's exact BF16G sums (matmul.h): x as three bf16 parts, each the top 16 bits
+ * of what the previous ones left (a value that is not finite: itself, then zeros), and per step
+ * of 32 columns one TDPBF16PS (amx_order_dot's step) per part in turn. */
+static void exact_parts(float v, float part[3]) {
+    if (!isfinite(v)) {
+        part[0] = v, part[1] = part[2] = 0.0f;
+        return;
+    }
+    for (int p = 0; p < 3; p++) {
+        uint32_t u;
+        memcpy(&u, &v, sizeof u);
+        u &= 0xffff0000u;
+        memcpy(&part[p], &u, sizeof u);
+        v -= part[p];
+    }
+}
+static float amx_exact_dot(const float *w, const float *x, int K) {
+    float acc = 0;
+    for (int k0 = 0; k0 < K; k0 += 32)
+        for (int p = 0; p < 3; p++) {
+            float e = 0, o = 0;
+            for (int k = k0; k < k0 + 32; k += 2) {
+                float xe[3] = {0, 0, 0}, xo[3] = {0, 0, 0};
+                if (k < K) exact_parts(x[k], xe);
+                if (k + 1 < K) exact_parts(x[k + 1], xo);
+                e = ftz(fmaf(amx_in(w, k, K), ftz(xe[p]), e));
+                o = ftz(fmaf(amx_in(w, k + 1, K), ftz(xo[p]), o));
+            }
+            acc = ftz(acc + ftz(e + o));
+        }
+    return acc;
+}
+/* The parts hold x exactly: x1 + x2 + x3 == x for every finite fp32 value tried, and none of
+ * them has more than bf16's 8 significant bits. */
+static void test_exact_parts(void **st) {
+    (void)st;
+    rng r = {17};
+    for (int i = 0; i < 200000; i++) {
+        uint32_t u = (uint32_t)(rng_u(&r) * 4294967296.0);
+        if (i % 4 == 0) u = (u & 0x807fffffu) | (uint32_t)(1 + (u >> 23) % 250) << 23; /* normal */
+        float v, part[3];
+        memcpy(&v, &u, sizeof v);
+        if (!isfinite(v)) continue;
+        exact_parts(v, part);
+        for (int p = 0; p < 3; p++) assert_true(hy_round_bf16(part[p]) == part[p]);
+        if (fabsf(v) >= 0x1p-100f) assert_true((double)part[0] + part[1] + part[2] == (double)v);
+    }
+    float part[3];
+    exact_parts(FLT_MAX, part); /* truncation: nothing rounds up to infinity */
+    assert_true(isfinite(part[0]) && (double)part[0] + part[1] + part[2] == (double)FLT_MAX);
+    printf("exact parts: 200000 random fp32 values held exactly by three bf16 parts\n");
+}
+
 /* The FP8G fast decode's operands on AMX (matmul.h): row o's codes as e4m3·2^-120 (subnormal
  * codes are fp32 denormals, which amx_order_dot reads as zero) into w, and token xt as
  * bf16(fl32(scale(o, k)·2^120)·x(k)) into xs. */
@@ -85,6 +138,28 @@ static void amx_fp8_token(const hy_mat *W, int o, const float *xt, float *xs) {
 /* y (T tokens, ldy apart) against amx_order_dot bit for bit (fast: the fast decode's, whose
  * FP8G operands are amx_fp8_row's and amx_fp8_token's), failing with what at the first
  * difference; returns how many outputs were zero */
+static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, const float *y, int ldy, bool fast,
+                            const char *what);
+/* y (T tokens, ldy apart) against amx_exact_dot bit for bit; returns how many outputs were zero */
+static long check_amx_exact(const hy_mat *W, const float *x, int ldx, int T, const float *y, int ldy,
+                            const char *what) {
+    float *wr = malloc(sizeof(float) * (size_t)W->cols);
+    long zeros = 0;
+    for (int o = 0; o < W->rows; o++) {
+        hy_mat_row_f32(W, o, wr);
+        for (int t = 0; t < T; t++) {
+            const float want = amx_exact_dot(wr, x + (size_t)t * ldx, W->cols), got = y[(size_t)t * ldy + o];
+            if (memcmp(&want, &got, sizeof got)) {
+                printf("%s %s %dx%d T=%d out %d tok %d: %.9g vs AMX exact order %.9g\n", what, hy_wfmt_name(W->fmt),
+                       W->rows, W->cols, T, o, t, (double)got, (double)want);
+                fail();
+            }
+            zeros += want == 0.0f;
+        }
+    }
+    free(wr);
+    return zeros;
+}
 static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, const float *y, int ldy, bool fast,
                             const char *what) {
     const bool f8 = fast && W->fmt == HY_WFMT_FP8G;
@@ -276,6 +351,7 @@ static float *run_keep(hy_matmul_fn fn, const hy_mat *W, int T, const float *x, 
 typedef struct stats {
     double worst_ratio[HY_WFMT_COUNT][3]; /* err / (2^-24 Σ|wx|), per format and act mode (am below) */
     long amx_cases[HY_WFMT_COUNT][3];     /* calls checked against the scalar AMX order */
+    long amx_exact_cases;                 /* BF16G calls checked against the AMX exact order */
     long cases;
 } stats;
 
@@ -335,7 +411,10 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                 tier_amx[ti] &&
                 ((act == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T && (q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)) ||
                  (am == 2 && T <= HY_MATMUL_GEMV_MAX_T && (f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)));
-            if (((q || f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act != HY_ACT_BF16) || amx_sums) {
+            /* the AMX instance's exact BF16G sums: every other call on BF16G (any T) */
+            const bool amx_exact = tier_amx[ti] && f == HY_WFMT_BF16G && !amx_sums;
+            if (((q || f == HY_WFMT_FP8 || f == HY_WFMT_FP8G || f == HY_WFMT_BF16) && act != HY_ACT_BF16) || amx_sums ||
+                amx_exact) {
                 /* HY_ACT_KEEP_X: the pieces reuse the activations the first one quantized (FP8:
                  * scaled, per row block; BF16: de-interleaved; AMX: converted to bf16); a call whose
                  * x differs from the previous call's (another buffer, or another ldx) quantizes again
@@ -360,6 +439,9 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                  * decode's FP8G: amx_fp8_row / amx_fp8_token) */
                 check_amx_order(&o.m, x, ldx, T, y, ldy, am == 2, am == 1 ? "amx bf16 act" : "amx fast decode");
                 S->amx_cases[f][am]++;
+            } else if (amx_exact) {
+                check_amx_exact(&o.m, x, ldx, T, y, ldy, "amx exact");
+                S->amx_exact_cases++;
             } else if ((q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && !amx_sums) {
                 if (memcmp(y, yref, sizeof(float) * (size_t)T * ldy)) {
                     for (int i = 0; i < T * ldy; i++)
@@ -449,11 +531,13 @@ static void test_formats(void **st) {
             }
     printf("%ld cases x %d tiers; worst |y - ref| in units of 2^-24·Σ|w·x| (bound (K/8+8)·2, bf16 act K+K/8+8):\n",
            S.cases, n_tiers);
+    if (S.amx_exact_cases) printf("  AMX exact BF16G sums: %ld calls bit-identical to their scalar order\n", S.amx_exact_cases);
     for (int f = 0; f < HY_WFMT_COUNT; f++) {
         if (S.amx_cases[f][1] + S.amx_cases[f][2] > 0)
-            printf("  %-5s fp32 act bit-identical to the reference; AMX bf16 act (%ld calls)%s bit-identical to the "
+            printf("  %-5s fp32 act bit-identical to the reference%s; AMX bf16 act (%ld calls)%s bit-identical to the "
                    "scalar AMX order\n",
-                   hy_wfmt_name((hy_wfmt)f), S.amx_cases[f][1], S.amx_cases[f][2] ? " and fast decode" : "");
+                   hy_wfmt_name((hy_wfmt)f), f == HY_WFMT_BF16G ? " (AMX: to its exact order)" : "",
+                   S.amx_cases[f][1], S.amx_cases[f][2] ? " and fast decode" : "");
         else if (f == HY_WFMT_Q8 || f == HY_WFMT_Q4 || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G)
             printf("  %-5s bit-identical to the reference\n", hy_wfmt_name((hy_wfmt)f));
         else
@@ -795,12 +879,20 @@ static void amx_denormals_case(int amx, hy_wfmt f) {
     void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(C), 1);
     long flushed = 0;
     const int ldy = R + 3;
+    long flushed_exact = 0;
     for (int nt = 1; nt <= T; nt = nt < 5 ? nt + 1 : nt == 5 ? 9 : nt == 9 ? T : T + 1) {
         float *y = run(tier_fn[amx], &o.m, nt, x, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
         const long zeros = check_amx_order(&o.m, x, C, nt, y, ldy, true, "amx fast decode, denormals");
         if (nt == T) flushed = zeros;
         free(y);
+        if (f == HY_WFMT_BF16G) { /* the exact sums: FMAs (1-4 tokens), the tile GEMV, the GEMM */
+            y = run(tier_fn[amx], &o.m, nt, x, C, HY_ACT_F32, NULL, 0, false, scratch);
+            const long z = check_amx_exact(&o.m, x, C, nt, y, ldy, "amx exact, denormals");
+            if (nt == T) flushed_exact = z;
+            free(y);
+        }
     }
+    if (f == HY_WFMT_BF16G) assert_true(flushed_exact > 0);
     if (f == HY_WFMT_FP8G) {
         assert_true(subnormal > 0);
         printf("amx fast decode, fp8g with %ld subnormal codes: T = 1-5, 9, 32 bit-identical to the scalar AMX "
@@ -809,8 +901,8 @@ static void amx_denormals_case(int amx, hy_wfmt f) {
     } else {
         assert_true(flushed > 0); /* some sums did flush to zero */
         printf("amx fast decode, bf16g with denormals: T = 1-5, 9, 32 bit-identical to the scalar AMX order (%ld "
-               "outputs of tiny rows and tokens flushed to zero)\n",
-               flushed);
+               "outputs of tiny rows and tokens flushed to zero); the exact sums too, to their order (%ld)\n",
+               flushed, flushed_exact);
     }
     hy_free(scratch);
     owned_free(&o);
@@ -901,6 +993,7 @@ int main(void) {
         cmocka_unit_test(test_fp8_large_x),
         cmocka_unit_test(test_bf16_panels),
         cmocka_unit_test(test_amx_denormals),
+        cmocka_unit_test(test_exact_parts),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

@@ -8,9 +8,20 @@
  * it where the CPU has AMX-BF16 and the OS granted this process the tile state
  * (hy_cpu_amx_permit).
  *
- * Why only there: a tile multiplies bf16 by bf16, so it cannot compute the exact fp32-activation
- * contract (matmul.h). With bf16 activations BF16G gets the same products as the fp32 FMA chain
- * of the other instances, summed in another order; FP8G gets weights bf16(fl32(e4m3·scale)),
+ * BF16G's exact sums (fp32 activations) go through the tiles too, for every T (amx_exact): each
+ * activation as three bf16 parts that hold it exactly (amx_split3), one TDPBF16PS per part and
+ * step on the same weight tile. Products stay exact and the sums are fp32 in TDPBF16PS's order
+ * (matmul.h), so the error against the exact sum is no larger than the fma chain's (random
+ * 64 x 256 x K products, K = 1024-17408: mean 7.5e-9 against 2.4e-8 of Σ|w·x|). Measured
+ * alternated against HYLA_AMX=0 (the fma chain), 2 threads: bench_matmul one thread 2.1-2.3x
+ * (320-360 GFLOP/s); pp512 27B slice:4 1.75-1.87x (575 GFLOP/s), 0.8B 1.5-1.7x, pp4096 1.45x;
+ * batched decode (bench_streams, 0.8B) 8 streams 1.2x, 16 1.55x, 32 1.8x; one stream 0.96-0.99x.
+ * One token takes fp32 FMAs in the tiles' order (amx_emu: tiles there slowed the 0.8B decode
+ * to 0.95x), 2-32 the tile GEMV, more the GEMM (at 8 streams 0.75x of the GEMV).
+ *
+ * FP8G, Q8 and Q4 keep the Intel instance's exact sums (FP8G's would need the codes unscaled
+ * against parts of x·scale; not done). With bf16 activations BF16G gets the same products as
+ * the fp32 FMA chain of the other instances, summed in another order; FP8G gets weights bf16(fl32(e4m3·scale)),
  * the FP8 semantics of HY_ACT_BF16 (the other instances keep FP8G exact), and Q8 / Q4
  * bf16(fl32(fl32(d·h)·q)) (the others run their int8 path, bit-exact, either way: a W8A8 whose
  * per-group float steps bound it, ~0.35 TFLOP/s here). One core of this
@@ -62,6 +73,7 @@
 /* tiles: C (tokens 0-15 | 16-31) x (group 0 | 1) = 0 1 / 2 3, A (tokens) 4 5, B (groups) 6 7 */
 
 #define AMX_KS 32                                /* columns per tile step */
+#define AMX_NP 3                                 /* bf16 parts of an fp32 activation (amx_split3) */
 #define AMX_NBP (MG_NB)                          /* token rows of the converted block */
 #define AMX_TAIL_BYTES ((size_t)(MG_AMX_MC / HY_G_ROWS) * 1024)
 _Static_assert(MG_NB % 32 == 0 && MG_AMX_MC % 32 == 0 && MG_KC % AMX_KS == 0, "AMX blocks");
@@ -70,30 +82,60 @@ _Static_assert(HY_G_ROWS == 16 && HY_Q_ROWS == 16, "a row group / int8 block is 
 _Static_assert(MG_KC % HY_Q_GROUP == 0, "column blocks of whole int8 groups");
 
 
-/* Tokens [0, nb) of x, every column, rounded to bf16 into xbf [column block][MG_NB][MG_KC];
- * columns past K and tokens up to the next multiple of 32 are zeros. */
-static void amx_pack_x(const float *x, size_t ldx, int nb, int K, uint16_t *xbf) {
+/* The exact sums (fp32 activations, matmul.h) take x = x1 + x2 + x3 in three bf16 parts, each
+ * the top 16 bits of what the previous ones left (truncated, so nothing rounds up or overflows):
+ * 8 + 8 + 8 significant bits hold every fp32 value exactly, and bf16 weights times them are exact
+ * products. A value that is not finite is its first part (NaN quieted), the others zero. Parts
+ * below 2^-126 are bf16 denormals, which TDPBF16PS reads as zero (and vcvtne2ps2bf16 flushes). */
+static inline void amx_split3(__m512 lo, __m512 hi, __m512i part[AMX_NP]) {
+    const __m512i top = _mm512_set1_epi32((int)0xffff0000u), qnan = _mm512_set1_epi32(0x7fc00000);
+    /* fpclass: QNaN 0x01, +Inf 0x08, -Inf 0x10, SNaN 0x80 */
+    const __mmask16 fl = (__mmask16)~_mm512_fpclass_ps_mask(lo, 0x99), fh = (__mmask16)~_mm512_fpclass_ps_mask(hi, 0x99);
+    const __mmask16 nl = _mm512_fpclass_ps_mask(lo, 0x81), nh = _mm512_fpclass_ps_mask(hi, 0x81);
+    for (int p = 0; p < AMX_NP; p++) {
+        __m512i l = _mm512_and_si512(_mm512_castps_si512(lo), top), h = _mm512_and_si512(_mm512_castps_si512(hi), top);
+        if (p == 0) l = _mm512_mask_mov_epi32(l, nl, qnan), h = _mm512_mask_mov_epi32(h, nh, qnan);
+        part[p] = (__m512i)_mm512_cvtne2ps_pbh(_mm512_castsi512_ps(h), _mm512_castsi512_ps(l));
+        lo = _mm512_maskz_sub_ps(fl, lo, _mm512_castsi512_ps(l));
+        hi = _mm512_maskz_sub_ps(fh, hi, _mm512_castsi512_ps(h));
+    }
+}
+
+/* Tokens [0, nb) of x, every column, into xbf [column block][MG_NB][MG_KC]: np = 1 rounded to
+ * bf16, np = AMX_NP the exact parts (amx_split3), part p at xbf + p·pst; columns past K and
+ * tokens up to the next multiple of 32 are zeros. */
+static void amx_pack_x(const float *x, size_t ldx, int nb, int K, int np, size_t pst, uint16_t *xbf) {
     const int nbp = (nb + 31) / 32 * 32;
     for (int kb = 0; kb * MG_KC < K; kb++) {
         const int kc = K - kb * MG_KC < MG_KC ? K - kb * MG_KC : MG_KC, kcp = (kc + AMX_KS - 1) / AMX_KS * AMX_KS;
         for (int t = 0; t < nbp; t++) {
             uint16_t *d = xbf + ((size_t)kb * AMX_NBP + (size_t)t) * MG_KC;
             if (t >= nb) {
-                memset(d, 0, (size_t)kcp * 2);
+                for (int p = 0; p < np; p++) memset(d + (size_t)p * pst, 0, (size_t)kcp * 2);
                 continue;
             }
             const float *s = x + (size_t)t * ldx + (size_t)kb * MG_KC;
-            for (int k = 0; k < kcp; k += 32) _mm512_storeu_si512(d + k, amx_bf16x32(s + k, kc - k));
+            for (int k = 0; k < kcp; k += 32) {
+                if (np == 1) {
+                    _mm512_storeu_si512(d + k, amx_bf16x32(s + k, kc - k));
+                    continue;
+                }
+                __m512i part[AMX_NP];
+                amx_split3(amx_load16(s + k, kc - k), amx_load16(s + k + 16, kc - k - 16), part);
+                for (int p = 0; p < AMX_NP; p++) _mm512_storeu_si512(d + (size_t)p * pst + k, part[p]);
+            }
         }
     }
 }
 
 /* One column block: C tiles of 32 tokens x 2 groups over ns steps of 32 columns. wg[i]: group
  * i's first pair of the block (64 bytes per pair); tail[i]: its last step's 16 pairs, zero
- * padded, where the group has fewer (NULL: none). xa: the block's tokens (MG_KC apart); park:
- * their accumulators, MG_AMX_MC floats apart. */
+ * padded, where the group has fewer (NULL: none). xa: the block's tokens (MG_KC apart), np
+ * parts pst apart, each step's parts in turn on the same weight tiles; park: their
+ * accumulators, MG_AMX_MC floats apart. */
 static void amx_step_block(const unsigned char *wg0, const unsigned char *wg1, const unsigned char *tail0,
-                           const unsigned char *tail1, int ns, const uint16_t *xa, float *park, bool first) {
+                           const unsigned char *tail1, int ns, const uint16_t *xa, int np, size_t pst, float *park,
+                           bool first) {
     const size_t pld = (size_t)MG_AMX_MC * 4, xld = (size_t)MG_KC * 2;
     if (first) {
         _tile_zero(0);
@@ -107,26 +149,44 @@ static void amx_step_block(const unsigned char *wg0, const unsigned char *wg1, c
         _tile_loadd(3, park + 16 * (size_t)MG_AMX_MC + HY_G_ROWS, pld);
     }
     const int nfull = tail0 ? ns - 1 : ns;
-    for (int s = 0; s < nfull; s++) {
-        _tile_loadd(4, xa + (size_t)s * AMX_KS, xld);
-        _tile_loadd(6, wg0 + (size_t)s * 1024, 64);
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_loadd(7, wg1 + (size_t)s * 1024, 64);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_loadd(5, xa + 16 * (size_t)MG_KC + (size_t)s * AMX_KS, xld);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
+    if (np == 1) {
+        for (int s = 0; s < nfull; s++) {
+            _tile_loadd(4, xa + (size_t)s * AMX_KS, xld);
+            _tile_loadd(6, wg0 + (size_t)s * 1024, 64);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_loadd(7, wg1 + (size_t)s * 1024, 64);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_loadd(5, xa + 16 * (size_t)MG_KC + (size_t)s * AMX_KS, xld);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
+    } else {
+        for (int s = 0; s < nfull; s++) {
+            _tile_loadd(6, wg0 + (size_t)s * 1024, 64);
+            _tile_loadd(7, wg1 + (size_t)s * 1024, 64);
+            for (int p = 0; p < np; p++) {
+                const uint16_t *xp = xa + (size_t)p * pst + (size_t)s * AMX_KS;
+                _tile_loadd(4, xp, xld);
+                _tile_dpbf16ps(0, 4, 6);
+                _tile_dpbf16ps(1, 4, 7);
+                _tile_loadd(5, xp + 16 * (size_t)MG_KC, xld);
+                _tile_dpbf16ps(2, 5, 6);
+                _tile_dpbf16ps(3, 5, 7);
+            }
+        }
     }
     if (tail0) {
-        const size_t s = (size_t)nfull;
-        _tile_loadd(4, xa + s * AMX_KS, xld);
         _tile_loadd(6, tail0, 64);
-        _tile_dpbf16ps(0, 4, 6);
         _tile_loadd(7, tail1, 64);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_loadd(5, xa + 16 * (size_t)MG_KC + s * AMX_KS, xld);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
+        for (int p = 0; p < np; p++) {
+            const uint16_t *xp = xa + (size_t)p * pst + (size_t)nfull * AMX_KS;
+            _tile_loadd(4, xp, xld);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_loadd(5, xp + 16 * (size_t)MG_KC, xld);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
     }
     _tile_stored(0, park, pld);
     _tile_stored(1, park + HY_G_ROWS, pld);
@@ -216,9 +276,10 @@ static void amx_conv_q(const hy_mat *W, int b, int k0, int kc, unsigned char *ds
  * Q4: each block's weights converted to bf16 pairs first (amx_conv_fp8g, amx_conv_q) into the
  * panel buffer. */
 static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
-                     bool accumulate, bool packed, void *scratch) {
+                     bool accumulate, bool packed, int np, void *scratch) {
     const bool f8 = W->fmt == HY_WFMT_FP8G, q = W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4;
     const int K = W->cols, npair = (K + 1) / 2;
+    const size_t pst = (size_t)((K + MG_KC - 1) / MG_KC) * AMX_NBP * MG_KC; /* elements between parts */
     const size_t gstride = (size_t)npair * 64;
     float *park = scratch;
     unsigned char *wbuf = (unsigned char *)scratch + (size_t)MG_NB * MG_AMX_MC * 4;
@@ -227,7 +288,7 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
     amx_config();
     for (int sb = 0; sb < T; sb += MG_NB) {
         const int nb = T - sb < MG_NB ? T - sb : MG_NB;
-        if (!packed) amx_pack_x(x + (size_t)sb * ldx, ldx, nb, K, xbf);
+        if (!packed) amx_pack_x(x + (size_t)sb * ldx, ldx, nb, K, np, pst, xbf);
         for (int rb = o0 / HY_G_ROWS * HY_G_ROWS; rb < o1; rb += MG_AMX_MC) {
             const int re = o1 - rb < MG_AMX_MC ? o1 : rb + MG_AMX_MC;
             const int g0 = rb / HY_G_ROWS, ng = (re - rb + HY_G_ROWS - 1) / HY_G_ROWS;
@@ -256,7 +317,7 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
                         /* an odd last group pairs with itself (its second C tiles are never written out) */
                         const int g1 = g + 1 < ng ? g + 1 : g;
                         amx_step_block(wb + (size_t)g * gs, wb + (size_t)g1 * gs, tail ? wbuf + (size_t)g * 1024 : NULL,
-                                       tail ? wbuf + (size_t)g1 * 1024 : NULL, ns, xk + (size_t)tb * MG_KC,
+                                       tail ? wbuf + (size_t)g1 * 1024 : NULL, ns, xk + (size_t)tb * MG_KC, np, pst,
                                        park + (size_t)tb * MG_AMX_MC + (size_t)g * HY_G_ROWS, kb == 0);
                     }
             }
@@ -339,6 +400,23 @@ static bool amx_pack_tokens(const float *x, size_t ldx, int T, int K, int kp, co
         }
     }
     return bad == 0;
+}
+
+/* The exact sums' tokens for the tile GEMV: x's T tokens as amx_split3's parts, [part][T][kp]
+ * bf16 (kp: K up to whole tile steps, zero padded). */
+static void amx_pack_exact(const float *x, size_t ldx, int T, int K, int kp, void *dst, bool f32) {
+    for (int t = 0; t < T; t++) {
+        const float *s = x + (size_t)t * ldx;
+        for (int k = 0; k < kp; k += 32) {
+            __m512i part[AMX_NP];
+            amx_split3(amx_load16(s + k, K - k), amx_load16(s + k + 16, K - k - 16), part);
+            for (int p = 0; p < AMX_NP; p++) {
+                const size_t at = ((size_t)p * T + t) * kp + k;
+                if (f32) amx_store_f32((float *)dst + at, part[p]);
+                else _mm512_storeu_si512((uint16_t *)dst + at, part[p]);
+            }
+        }
+    }
 }
 
 /* One FP8G step of a row group (nq of its 8 column quads at src, the rest zero) as the bf16 bits
@@ -432,9 +510,10 @@ static void amx_tails(const hy_mat *W, int g0, int ng, int nst, unsigned char *t
 }
 
 /* Rows [o0, o1) (one scale row block for FP8G) of T tokens through the tiles; xs: the tokens
- * as bf16, [T][kp] (amx_pack_tokens). */
-static void amx_gemv(const hy_mat *W, int T, const uint16_t *xs, int kp, float *y, size_t ldy, int o0, int o1,
-                     bool accumulate, void *scratch) {
+ * as bf16, [T][kp] (amx_pack_tokens), or np parts of them [np][T][kp] (amx_pack_exact: each
+ * step's parts in turn). */
+static void amx_gemv(const hy_mat *W, int T, const uint16_t *xs, int kp, int np, float *y, size_t ldy, int o0,
+                     int o1, bool accumulate, void *scratch) {
     const bool two = T > 16, f8 = W->fmt == HY_WFMT_FP8G;
     const int gp = two ? 2 : 4, nst = kp / AMX_KS, nu = amx_units(W);
     const size_t gstride = (size_t)nu * 64, sb = f8 ? AMX_STEP_FP8 : AMX_STEP_BF16;
@@ -469,7 +548,8 @@ static void amx_gemv(const hy_mat *W, int T, const uint16_t *xs, int kp, float *
             } else {
                 for (int i = 0; i < ng; i++) b[i] = s == nst - 1 && tail[0] ? tail[i] : w[i] + (size_t)s * sb;
             }
-            amx_gemv_step(b, ng, two, xs + (size_t)s * AMX_KS, (size_t)kp);
+            for (int p = 0; p < np; p++)
+                amx_gemv_step(b, ng, two, xs + (size_t)p * (size_t)T * (size_t)kp + (size_t)s * AMX_KS, (size_t)kp);
         }
         const size_t cld = 64 * 4;
         _tile_stored(0, cbuf, cld);
@@ -507,11 +587,11 @@ static void amx_gemv(const hy_mat *W, int T, const uint16_t *xs, int kp, float *
  * last one at tail[g] where tail[0] is not NULL; results into c ([token][AMX_EMU_NG·16]). Four
  * columns at a time: two BF16G pairs (even columns: the low halves), or one FP8G quad
  * (vf_fp8x_quad: the bf16 bits of amx_fp8_step as fp32). */
-static inline __attribute__((always_inline)) void amx_emu_tile(const bool F8, const int NG, const int T,
+static inline __attribute__((always_inline)) void amx_emu_tile(const bool F8, const int NG, const int T, const int NP,
                                                                const unsigned char *const wg[AMX_EMU_NG],
                                                                const unsigned char *const tail[4], int nst,
                                                                size_t gs, const float *xf, int kp, float *c) {
-    const size_t sb = F8 ? AMX_STEP_FP8 : AMX_STEP_BF16;
+    const size_t sb = F8 ? AMX_STEP_FP8 : AMX_STEP_BF16, pst = (size_t)T * (size_t)kp;
     __m512 acc[AMX_EMU_NG][AMX_EMU_MAX_T];
     const __m512i hi = _mm512_set1_epi32((int)0xffff0000u);
     AMX_UNROLL for (int g = 0; g < NG; g++)
@@ -519,9 +599,9 @@ static inline __attribute__((always_inline)) void amx_emu_tile(const bool F8, co
     for (int s = 0; s < nst; s++) {
         const unsigned char *w[AMX_EMU_NG];
         AMX_UNROLL for (int g = 0; g < NG; g++) w[g] = s == nst - 1 && tail[0] ? tail[g] : wg[g] + (size_t)s * sb;
-        __m512 e[AMX_EMU_NG][AMX_EMU_MAX_T], o[AMX_EMU_NG][AMX_EMU_MAX_T];
-        AMX_UNROLL for (int g = 0; g < NG; g++)
-            AMX_UNROLL for (int t = 0; t < T; t++) e[g][t] = o[g][t] = _mm512_setzero_ps();
+        __m512 e[AMX_NP][AMX_EMU_NG][AMX_EMU_MAX_T], o[AMX_NP][AMX_EMU_NG][AMX_EMU_MAX_T];
+        AMX_UNROLL for (int p = 0; p < NP; p++) AMX_UNROLL for (int g = 0; g < NG; g++)
+            AMX_UNROLL for (int t = 0; t < T; t++) e[p][g][t] = o[p][g][t] = _mm512_setzero_ps();
         const float *xs = xf + (size_t)s * AMX_KS;
         AMX_UNROLL for (int j = 0; j < AMX_KS; j += 4) { /* columns j .. j + 3 of the step */
             AMX_UNROLL for (int g = 0; g < NG; g++) {
@@ -540,17 +620,18 @@ static inline __attribute__((always_inline)) void amx_emu_tile(const bool F8, co
                         v[2 * h + 1] = _mm512_castsi512_ps(_mm512_and_si512(d, hi));
                     }
                 }
-                AMX_UNROLL for (int h = 0; h < 2; h++)
+                AMX_UNROLL for (int h = 0; h < 2; h++) AMX_UNROLL for (int p = 0; p < NP; p++)
                     AMX_UNROLL for (int t = 0; t < T; t++) {
-                        const float *xt = xs + (size_t)t * kp + j + 2 * h;
-                        e[g][t] = _mm512_fmadd_ps(v[2 * h], _mm512_set1_ps(xt[0]), e[g][t]);
-                        o[g][t] = _mm512_fmadd_ps(v[2 * h + 1], _mm512_set1_ps(xt[1]), o[g][t]);
+                        const float *xt = xs + (size_t)p * pst + (size_t)t * kp + j + 2 * h;
+                        e[p][g][t] = _mm512_fmadd_ps(v[2 * h], _mm512_set1_ps(xt[0]), e[p][g][t]);
+                        o[p][g][t] = _mm512_fmadd_ps(v[2 * h + 1], _mm512_set1_ps(xt[1]), o[p][g][t]);
                     }
             }
         }
-        AMX_UNROLL for (int g = 0; g < NG; g++)
+        /* one TDPBF16PS per part, in turn */
+        AMX_UNROLL for (int p = 0; p < NP; p++) AMX_UNROLL for (int g = 0; g < NG; g++)
             AMX_UNROLL for (int t = 0; t < T; t++)
-                acc[g][t] = _mm512_add_ps(acc[g][t], _mm512_add_ps(e[g][t], o[g][t]));
+                acc[g][t] = _mm512_add_ps(acc[g][t], _mm512_add_ps(e[p][g][t], o[p][g][t]));
     }
     AMX_UNROLL for (int g = 0; g < NG; g++)
         AMX_UNROLL for (int t = 0; t < T; t++) _mm512_storeu_ps(c + (size_t)t * AMX_EMU_CLD + g * 16, acc[g][t]);
@@ -563,24 +644,35 @@ static inline __attribute__((always_inline)) void amx_emu_case(const bool F8, in
                                                                size_t gs, const float *xf, int kp, float *c) {
 #define AMX_EMU_T(NG)                                                                                       \
     switch (T) {                                                                                            \
-    case 2: amx_emu_tile(F8, NG, 2, wg, tail, nst, gs, xf, kp, c); break;                                   \
-    case 3: amx_emu_tile(F8, NG, 3, wg, tail, nst, gs, xf, kp, c); break;                                   \
-    default: amx_emu_tile(F8, NG, 4, wg, tail, nst, gs, xf, kp, c); break;                                  \
+    case 2: amx_emu_tile(F8, NG, 2, 1, wg, tail, nst, gs, xf, kp, c); break;                                \
+    case 3: amx_emu_tile(F8, NG, 3, 1, wg, tail, nst, gs, xf, kp, c); break;                                \
+    default: amx_emu_tile(F8, NG, 4, 1, wg, tail, nst, gs, xf, kp, c); break;                               \
     }
     if (T == 1) switch (ng) {
-        case 1: amx_emu_tile(F8, 1, 1, wg, tail, nst, gs, xf, kp, c); break;
-        case 2: amx_emu_tile(F8, 2, 1, wg, tail, nst, gs, xf, kp, c); break;
-        case 3: amx_emu_tile(F8, 3, 1, wg, tail, nst, gs, xf, kp, c); break;
-        default: amx_emu_tile(F8, 4, 1, wg, tail, nst, gs, xf, kp, c); break;
+        case 1: amx_emu_tile(F8, 1, 1, 1, wg, tail, nst, gs, xf, kp, c); break;
+        case 2: amx_emu_tile(F8, 2, 1, 1, wg, tail, nst, gs, xf, kp, c); break;
+        case 3: amx_emu_tile(F8, 3, 1, 1, wg, tail, nst, gs, xf, kp, c); break;
+        default: amx_emu_tile(F8, 4, 1, 1, wg, tail, nst, gs, xf, kp, c); break;
         }
     else if (ng == 2) AMX_EMU_T(2)
     else AMX_EMU_T(1)
 #undef AMX_EMU_T
 }
 
+/* The exact parts' case (BF16G, one token: amx_exact) */
+static void amx_emu_exact_case(int ng, const unsigned char *const wg[AMX_EMU_NG], const unsigned char *const tail[4],
+                               int nst, size_t gs, const float *xf, int kp, float *c) {
+    if (ng == 1) amx_emu_tile(false, 1, 1, AMX_NP, wg, tail, nst, gs, xf, kp, c);
+    else if (ng == 2) amx_emu_tile(false, 2, 1, AMX_NP, wg, tail, nst, gs, xf, kp, c);
+    else amx_emu_tile(false, 3, 1, AMX_NP, wg, tail, nst, gs, xf, kp, c);
+}
+/* groups per pass of amx_emu: T tokens (np parts of one token: two, whose chains fill the registers) */
+static int amx_emu_groups(int T, int np) { return np > 1 ? 3 : T > 1 ? 2 : 4; }
+
 /* Rows [o0, o1) (one scale row block for FP8G) of T <= AMX_EMU_MAX_T tokens with fp32 FMAs;
- * xf: the tokens as fp32 values of bf16, [T][kp] (amx_pack_tokens). */
-static void amx_emu(const hy_mat *W, int T, const float *xf, int kp, float *y, size_t ldy, int o0, int o1,
+ * xf: the tokens as fp32 values of bf16, [T][kp] (amx_pack_tokens), or np parts of them
+ * [np][T][kp] (amx_pack_exact). */
+static void amx_emu(const hy_mat *W, int T, const float *xf, int kp, int np, float *y, size_t ldy, int o0, int o1,
                     bool accumulate, void *scratch) {
     const bool f8 = W->fmt == HY_WFMT_FP8G;
     const int nst = kp / AMX_KS;
@@ -590,14 +682,15 @@ static void amx_emu(const hy_mat *W, int T, const float *xf, int kp, float *y, s
     const unsigned int csr = _mm_getcsr();
     _mm_setcsr(csr | 0x8040u); /* FTZ, DAZ */
     const int gend = (o1 + HY_G_ROWS - 1) / HY_G_ROWS;
-    const int gp = T == 1 ? 4 : 2;
+    const int gp = amx_emu_groups(T, np);
     for (int g0 = o0 / HY_G_ROWS; g0 < gend; g0 += gp) {
         const int ng = gend - g0 < gp ? gend - g0 : gp;
         const unsigned char *wg[AMX_EMU_NG], *tail[4];
         for (int g = 0; g < AMX_EMU_NG; g++)
             wg[g] = (const unsigned char *)W->data + (size_t)(g0 + (g < ng ? g : 0)) * gstride;
         amx_tails(W, g0, ng, nst, tbuf, tail);
-        if (f8) amx_emu_case(true, T, ng, wg, tail, nst, gstride, xf, kp, cbuf);
+        if (np > 1) amx_emu_exact_case(ng, wg, tail, nst, gstride, xf, kp, cbuf);
+        else if (f8) amx_emu_case(true, T, ng, wg, tail, nst, gstride, xf, kp, cbuf);
         else amx_emu_case(false, T, ng, wg, tail, nst, gstride, xf, kp, cbuf);
         amx_put_rows(cbuf, AMX_EMU_CLD, T, g0 * HY_G_ROWS, (g0 + ng) * HY_G_ROWS, o0, o1, y, ldy, accumulate);
     }
@@ -616,6 +709,9 @@ typedef enum amx_layout {
     AMX_X_GEMM = 1, /* amx_pack_x's */
     AMX_X_BF16,     /* the fast decode's on BF16G (amx_pack_tokens: bf16 or, from T, fp32) */
     AMX_X_FP8,      /* the fast decode's on FP8G, of one matrix's row block (amx_pack_tokens) */
+    AMX_X_GEMM3,    /* amx_pack_x's exact parts */
+    AMX_X_EXACT,    /* amx_pack_exact's, bf16 (the tile GEMV) */
+    AMX_X_EXACT_F32, /* amx_pack_exact's, their fp32 values (amx_emu) */
 } amx_layout;
 typedef struct amx_rec {
     const float *x;
@@ -662,9 +758,30 @@ static void amx_fast(const hy_mat *W, int T, const float *x, size_t ldx, float *
             AMX_BASE()(W, T, x, ldx, y, ldy, rb, re, accumulate, act & ~HY_ACT_KEEP_X, scratch);
             continue;
         }
-        if (emu) amx_emu(W, T, xs, kp, y, ldy, rb, re, accumulate, base);
-        else amx_gemv(W, T, xs, kp, y, ldy, rb, re, accumulate, base);
+        if (emu) amx_emu(W, T, xs, kp, 1, y, ldy, rb, re, accumulate, base);
+        else amx_gemv(W, T, xs, kp, 1, y, ldy, rb, re, accumulate, base);
     }
+}
+
+/* BF16G's exact sums (matmul.h): the activations' three parts on the tiles, the GEMM above
+ * HY_MATMUL_GEMV_MAX_T tokens, the tile GEMV from 2 on, one token with fp32 FMAs (the same
+ * chains). */
+static void amx_exact(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
+                      bool accumulate, hy_act act, void *scratch) {
+    const int K = W->cols;
+    void *base = (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR;
+    if (T > HY_MATMUL_GEMV_MAX_T) {
+        const bool packed = amx_keep(scratch, act, &(amx_rec){x, ldx, T, K, T <= MG_NB, AMX_X_GEMM3, NULL, 0});
+        amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed, AMX_NP, base);
+        return;
+    }
+    const int kp = (K + AMX_KS - 1) / AMX_KS * AMX_KS;
+    const bool emu = T == 1;
+    void *xs = (unsigned char *)base + (size_t)MG_NB * MG_AMX_MC * 4 + (size_t)MG_AMX_MC * MG_KC * 2;
+    if (!amx_keep(scratch, act, &(amx_rec){x, ldx, T, K, 1, emu ? AMX_X_EXACT_F32 : AMX_X_EXACT, NULL, 0}))
+        amx_pack_exact(x, ldx, T, K, kp, xs, emu);
+    if (emu) amx_emu(W, T, xs, kp, AMX_NP, y, ldy, o0, o1, accumulate, base);
+    else amx_gemv(W, T, xs, kp, AMX_NP, y, ldy, o0, o1, accumulate, base);
 }
 
 static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
@@ -674,12 +791,16 @@ static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y,
     if (fmt && HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T) {
         if (o1 <= o0) return;
         const bool packed = amx_keep(scratch, act, &(amx_rec){x, ldx, T, W->cols, T <= MG_NB, AMX_X_GEMM, NULL, 0});
-        amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed,
+        amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed, 1,
                  (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
         return;
     }
     if ((W->fmt == HY_WFMT_BF16G || (W->fmt == HY_WFMT_FP8G && W->bs1 % AMX_KS == 0)) && hy_act_gemv_bf16(act, T)) {
         if (o1 > o0) amx_fast(W, T, x, ldx, y, ldy, o0, o1, accumulate, act, scratch);
+        return;
+    }
+    if (W->fmt == HY_WFMT_BF16G) { /* the exact sums, any T */
+        if (o1 > o0) amx_exact(W, T, x, ldx, y, ldy, o0, o1, accumulate, act, scratch);
         return;
     }
     rec->valid = 0; /* the Intel instance may write over the converted tokens */

@@ -25,11 +25,11 @@ static inline size_t hy_mg_scratch_bytes(int K) {
  * 0.8B shapes: 1.07-1.15x blocks of MG_MC, except 0.95x on 3584 x 1024) with the same token and
  * column blocks: a record of what the converted tokens hold, parked accumulators
  * [MG_NB][MG_AMX_MC] fp32, a converted FP8G / Q8 / Q4 block [MG_AMX_MC][MG_KC] bf16, the tokens as
- * bf16 as above. */
+ * bf16 as above, three times (the exact sums' three parts of each activation). */
 #define MG_AMX_MC 512
 static inline size_t hy_mg_amx_scratch_bytes(int K) {
     const size_t nkb = (size_t)((K > 0 ? K : 1) + MG_KC - 1) / MG_KC;
-    return (size_t)MG_NB * MG_AMX_MC * 4 + (size_t)MG_AMX_MC * MG_KC * 2 + nkb * MG_NB * MG_KC * 2;
+    return (size_t)MG_NB * MG_AMX_MC * 4 + (size_t)MG_AMX_MC * MG_KC * 2 + 3 * nkb * MG_NB * MG_KC * 2;
 }
 /* Row-group tiles (BF16G / FP8G: matmul_grp.inc, matmul_amx.c) read ng consecutive groups of
  * gs bytes as ng streams. A prefetch p bytes into a group's stream (p >= gs: past its end) goes,
