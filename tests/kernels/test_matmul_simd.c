@@ -135,34 +135,18 @@ static void amx_fp8_token(const hy_mat *W, int o, const float *xt, float *xs) {
     for (int k = 0; k < W->cols; k++) xs[k] = hy_round_bf16(sr[k / W->bs1] * 0x1p120f * xt[k]);
 }
 
-/* y (T tokens, ldy apart) against amx_order_dot bit for bit (fast: the fast decode's, whose
- * FP8G operands are amx_fp8_row's and amx_fp8_token's), failing with what at the first
- * difference; returns how many outputs were zero */
-static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, const float *y, int ldy, bool fast,
-                            const char *what);
-/* y (T tokens, ldy apart) against amx_exact_dot bit for bit; returns how many outputs were zero */
-static long check_amx_exact(const hy_mat *W, const float *x, int ldx, int T, const float *y, int ldy,
+/* Which scalar AMX order check_amx_order compares with */
+typedef enum amx_sum {
+    AMX_BF16_ACT, /* amx_order_dot (HY_ACT_BF16) */
+    AMX_FAST,     /* the fast decode's: amx_order_dot, FP8G on amx_fp8_row's and amx_fp8_token's operands */
+    AMX_EXACT,    /* amx_exact_dot (BF16G, fp32 activations) */
+} amx_sum;
+
+/* y (T tokens, ldy apart) against the scalar AMX order bit for bit, failing with what at the
+ * first difference; returns how many outputs were zero */
+static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, const float *y, int ldy, amx_sum sum,
                             const char *what) {
-    float *wr = malloc(sizeof(float) * (size_t)W->cols);
-    long zeros = 0;
-    for (int o = 0; o < W->rows; o++) {
-        hy_mat_row_f32(W, o, wr);
-        for (int t = 0; t < T; t++) {
-            const float want = amx_exact_dot(wr, x + (size_t)t * ldx, W->cols), got = y[(size_t)t * ldy + o];
-            if (memcmp(&want, &got, sizeof got)) {
-                printf("%s %s %dx%d T=%d out %d tok %d: %.9g vs AMX exact order %.9g\n", what, hy_wfmt_name(W->fmt),
-                       W->rows, W->cols, T, o, t, (double)got, (double)want);
-                fail();
-            }
-            zeros += want == 0.0f;
-        }
-    }
-    free(wr);
-    return zeros;
-}
-static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, const float *y, int ldy, bool fast,
-                            const char *what) {
-    const bool f8 = fast && W->fmt == HY_WFMT_FP8G;
+    const bool f8 = sum == AMX_FAST && W->fmt == HY_WFMT_FP8G;
     float *wr = malloc(sizeof(float) * (size_t)W->cols), *xs = malloc(sizeof(float) * (size_t)W->cols);
     long zeros = 0;
     for (int o = 0; o < W->rows; o++) {
@@ -171,7 +155,8 @@ static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, con
         for (int t = 0; t < T; t++) {
             const float *xt = x + (size_t)t * ldx;
             if (f8) amx_fp8_token(W, o, xt, xs), xt = xs;
-            const float want = amx_order_dot(wr, xt, W->cols), got = y[(size_t)t * ldy + o];
+            const float want = sum == AMX_EXACT ? amx_exact_dot(wr, xt, W->cols) : amx_order_dot(wr, xt, W->cols);
+            const float got = y[(size_t)t * ldy + o];
             if (memcmp(&want, &got, sizeof got)) {
                 printf("%s %s %dx%d T=%d out %d tok %d: %.9g vs AMX order %.9g\n", what, hy_wfmt_name(W->fmt),
                        W->rows, W->cols, T, o, t, (double)got, (double)want);
@@ -437,10 +422,11 @@ static void check_case(stats *S, hy_wfmt f, int rows, int cols, int T, int bs0, 
                 /* bit-identical to the scalar AMX order on the weights' fp32 values (BF16G as stored,
                  * FP8G e4m3·scale, Q8 / Q4 d·h·q; amx_order_dot rounds them to bf16; the fast
                  * decode's FP8G: amx_fp8_row / amx_fp8_token) */
-                check_amx_order(&o.m, x, ldx, T, y, ldy, am == 2, am == 1 ? "amx bf16 act" : "amx fast decode");
+                check_amx_order(&o.m, x, ldx, T, y, ldy, am == 2 ? AMX_FAST : AMX_BF16_ACT,
+                                am == 1 ? "amx bf16 act" : "amx fast decode");
                 S->amx_cases[f][am]++;
             } else if (amx_exact) {
-                check_amx_exact(&o.m, x, ldx, T, y, ldy, "amx exact");
+                check_amx_order(&o.m, x, ldx, T, y, ldy, AMX_EXACT, "amx exact");
                 S->amx_exact_cases++;
             } else if ((q || f == HY_WFMT_BF16G || f == HY_WFMT_FP8G) && !amx_sums) {
                 if (memcmp(y, yref, sizeof(float) * (size_t)T * ldy)) {
@@ -802,7 +788,7 @@ static void fp8_large_x_case(const hy_wfmt f, const int R, const int C) {
         /* rounded where the tier computes the fast decode's sum (FP8G: on AMX, in its order) */
         const bool dp = f == HY_WFMT_FP8 ? tier_fp8dp(ti) : tier_amx[ti];
         assert_true(!memcmp(yq, one, sizeof(float) * R) == !dp);
-        if (f == HY_WFMT_FP8G && dp) check_amx_order(&o.m, x, C, 1, yq, ldy, true, "amx fast decode, large x");
+        if (f == HY_WFMT_FP8G && dp) check_amx_order(&o.m, x, C, 1, yq, ldy, AMX_FAST, "amx fast decode, large x");
         float *wr = malloc(sizeof(float) * C);
         for (int r = 0; r < R; r++) {
             hy_mat_row_f32(&o.m, r, wr); /* the weights as the formula sees them */
@@ -882,12 +868,12 @@ static void amx_denormals_case(int amx, hy_wfmt f) {
     long flushed_exact = 0;
     for (int nt = 1; nt <= T; nt = nt < 5 ? nt + 1 : nt == 5 ? 9 : nt == 9 ? T : T + 1) {
         float *y = run(tier_fn[amx], &o.m, nt, x, C, HY_ACT_BF16_GEMV, NULL, 0, false, scratch);
-        const long zeros = check_amx_order(&o.m, x, C, nt, y, ldy, true, "amx fast decode, denormals");
+        const long zeros = check_amx_order(&o.m, x, C, nt, y, ldy, AMX_FAST, "amx fast decode, denormals");
         if (nt == T) flushed = zeros;
         free(y);
         if (f == HY_WFMT_BF16G) { /* the exact sums: FMAs (1-4 tokens), the tile GEMV, the GEMM */
             y = run(tier_fn[amx], &o.m, nt, x, C, HY_ACT_F32, NULL, 0, false, scratch);
-            const long z = check_amx_exact(&o.m, x, C, nt, y, ldy, "amx exact, denormals");
+            const long z = check_amx_order(&o.m, x, C, nt, y, ldy, AMX_EXACT, "amx exact, denormals");
             if (nt == T) flushed_exact = z;
             free(y);
         }

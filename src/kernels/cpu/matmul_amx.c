@@ -160,10 +160,21 @@ static void amx_step_block(const unsigned char *wg0, const unsigned char *wg1, c
             _tile_dpbf16ps(2, 5, 6);
             _tile_dpbf16ps(3, 5, 7);
         }
+        if (tail0) {
+            const size_t s = (size_t)nfull;
+            _tile_loadd(4, xa + s * AMX_KS, xld);
+            _tile_loadd(6, tail0, 64);
+            _tile_dpbf16ps(0, 4, 6);
+            _tile_loadd(7, tail1, 64);
+            _tile_dpbf16ps(1, 4, 7);
+            _tile_loadd(5, xa + 16 * (size_t)MG_KC + s * AMX_KS, xld);
+            _tile_dpbf16ps(2, 5, 6);
+            _tile_dpbf16ps(3, 5, 7);
+        }
     } else {
-        for (int s = 0; s < nfull; s++) {
-            _tile_loadd(6, wg0 + (size_t)s * 1024, 64);
-            _tile_loadd(7, wg1 + (size_t)s * 1024, 64);
+        for (int s = 0; s < ns; s++) {
+            _tile_loadd(6, s < nfull ? wg0 + (size_t)s * 1024 : tail0, 64);
+            _tile_loadd(7, s < nfull ? wg1 + (size_t)s * 1024 : tail1, 64);
             for (int p = 0; p < np; p++) {
                 const uint16_t *xp = xa + (size_t)p * pst + (size_t)s * AMX_KS;
                 _tile_loadd(4, xp, xld);
@@ -173,19 +184,6 @@ static void amx_step_block(const unsigned char *wg0, const unsigned char *wg1, c
                 _tile_dpbf16ps(2, 5, 6);
                 _tile_dpbf16ps(3, 5, 7);
             }
-        }
-    }
-    if (tail0) {
-        _tile_loadd(6, tail0, 64);
-        _tile_loadd(7, tail1, 64);
-        for (int p = 0; p < np; p++) {
-            const uint16_t *xp = xa + (size_t)p * pst + (size_t)nfull * AMX_KS;
-            _tile_loadd(4, xp, xld);
-            _tile_dpbf16ps(0, 4, 6);
-            _tile_dpbf16ps(1, 4, 7);
-            _tile_loadd(5, xp + 16 * (size_t)MG_KC, xld);
-            _tile_dpbf16ps(2, 5, 6);
-            _tile_dpbf16ps(3, 5, 7);
         }
     }
     _tile_stored(0, park, pld);
