@@ -564,7 +564,7 @@ static void amx_gemv(const hy_mat *W, int T, const uint16_t *xs, int kp, int np,
     _tile_release();
 }
 
-/* ---- TDPBF16PS with fp32 FMAs, for the fast decode's calls of few tokens ----
+/* ---- TDPBF16PS with fp32 FMAs, for the fast decode's calls of few tokens and the exact sums' one-token calls ----
  * What one TDPBF16PS does for an output (Intel SDM; matched bit for bit on this machine, 51200
  * outputs of random 64-column products over value spreads of e^±1 to e^±8, where a single fp32
  * FMA chain over the columns matched 25-64%): with DAZ and FTZ (denormal inputs read as zero,
@@ -664,7 +664,8 @@ static void amx_emu_exact_case(int ng, const unsigned char *const wg[AMX_EMU_NG]
     else if (ng == 2) amx_emu_tile(false, 2, 1, AMX_NP, wg, tail, nst, gs, xf, kp, c);
     else amx_emu_tile(false, 3, 1, AMX_NP, wg, tail, nst, gs, xf, kp, c);
 }
-/* groups per pass of amx_emu: T tokens (np parts of one token: two, whose chains fill the registers) */
+/* groups per pass of amx_emu: T tokens, np parts (the exact parts of one token: three groups, so
+ * that their 18 chains fit the registers; four spilled, and two passes of two parts ran slower) */
 static int amx_emu_groups(int T, int np) { return np > 1 ? 3 : T > 1 ? 2 : 4; }
 
 /* Rows [o0, o1) (one scale row block for FP8G) of T <= AMX_EMU_MAX_T tokens with fp32 FMAs;
