@@ -871,7 +871,7 @@ static void amx_denormals_case(int amx, hy_wfmt f) {
         const long zeros = check_amx_order(&o.m, x, C, nt, y, ldy, AMX_FAST, "amx fast decode, denormals");
         if (nt == T) flushed = zeros;
         free(y);
-        if (f == HY_WFMT_BF16G) { /* the exact sums: FMAs (1-4 tokens), the tile GEMV, the GEMM */
+        if (f == HY_WFMT_BF16G) { /* the exact sums: FMAs (1 token), the tile GEMV (2-32; the GEMM: test_formats) */
             y = run(tier_fn[amx], &o.m, nt, x, C, HY_ACT_F32, NULL, 0, false, scratch);
             const long z = check_amx_order(&o.m, x, C, nt, y, ldy, AMX_EXACT, "amx exact, denormals");
             if (nt == T) flushed_exact = z;

@@ -81,6 +81,11 @@ _Static_assert(AMX_TAIL_BYTES <= (size_t)MG_AMX_MC * MG_KC * 2, "AMX tail buffer
 _Static_assert(HY_G_ROWS == 16 && HY_Q_ROWS == 16, "a row group / int8 block is a tile's 16 columns");
 _Static_assert(MG_KC % HY_Q_GROUP == 0, "column blocks of whole int8 groups");
 
+/* The scratch past its header (hy_mg_amx_scratch_bytes): parked accumulators (or a pass's C
+ * tiles), then the weight panel (or the tails and FP8G steps), then the converted tokens */
+static inline unsigned char *amx_wbuf(void *base) { return (unsigned char *)base + (size_t)MG_NB * MG_AMX_MC * 4; }
+static inline void *amx_xbuf(void *base) { return amx_wbuf(base) + (size_t)MG_AMX_MC * MG_KC * 2; }
+
 
 /* The exact sums (fp32 activations, matmul.h) take x = x1 + x2 + x3 in three bf16 parts, each
  * the top 16 bits of what the previous ones left (truncated, so nothing rounds up or overflows):
@@ -280,8 +285,8 @@ static void amx_gemm(const hy_mat *W, int T, const float *x, size_t ldx, float *
     const size_t pst = (size_t)((K + MG_KC - 1) / MG_KC) * AMX_NBP * MG_KC; /* elements between parts */
     const size_t gstride = (size_t)npair * 64;
     float *park = scratch;
-    unsigned char *wbuf = (unsigned char *)scratch + (size_t)MG_NB * MG_AMX_MC * 4;
-    uint16_t *xbf = (uint16_t *)(wbuf + (size_t)MG_AMX_MC * MG_KC * 2);
+    unsigned char *wbuf = amx_wbuf(scratch);
+    uint16_t *xbf = amx_xbuf(scratch);
     const unsigned char *data = W->data;
     amx_config();
     for (int sb = 0; sb < T; sb += MG_NB) {
@@ -516,7 +521,7 @@ static void amx_gemv(const hy_mat *W, int T, const uint16_t *xs, int kp, int np,
     const int gp = two ? 2 : 4, nst = kp / AMX_KS, nu = amx_units(W);
     const size_t gstride = (size_t)nu * 64, sb = f8 ? AMX_STEP_FP8 : AMX_STEP_BF16;
     float *cbuf = scratch; /* the C tiles of a pass: [32 tokens][64 rows] */
-    unsigned char *tbuf = (unsigned char *)scratch + (size_t)MG_NB * MG_AMX_MC * 4;
+    unsigned char *tbuf = amx_wbuf(scratch);
     unsigned char *stage = tbuf + 4 * AMX_STEP_BF16; /* FP8G: a pass's converted steps, two in turn */
     amx_config_gemv(T);
     const int gend = (o1 + HY_G_ROWS - 1) / HY_G_ROWS;
@@ -677,7 +682,7 @@ static void amx_emu(const hy_mat *W, int T, const float *xf, int kp, int np, flo
     const int nst = kp / AMX_KS;
     const size_t gstride = (size_t)amx_units(W) * 64;
     float *cbuf = scratch;
-    unsigned char *tbuf = (unsigned char *)scratch + (size_t)MG_NB * MG_AMX_MC * 4;
+    unsigned char *tbuf = amx_wbuf(scratch);
     const unsigned int csr = _mm_getcsr();
     _mm_setcsr(csr | 0x8040u); /* FTZ, DAZ */
     const int gend = (o1 + HY_G_ROWS - 1) / HY_G_ROWS;
@@ -745,7 +750,7 @@ static void amx_fast(const hy_mat *W, int T, const float *x, size_t ldx, float *
     const bool emu = T <= AMX_EMU_MAX_T, f8 = W->fmt == HY_WFMT_FP8G;
     amx_rec *rec = (amx_rec *)((unsigned char *)scratch + MM_HDR_SIMD_BYTES);
     void *base = (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR;
-    void *xs = (unsigned char *)base + (size_t)MG_NB * MG_AMX_MC * 4 + (size_t)MG_AMX_MC * MG_KC * 2;
+    void *xs = amx_xbuf(base);
     for (int rb = o0, re; rb < o1; rb = re) {
         const int rbk = f8 ? rb / W->bs0 : 0;
         re = f8 && (rbk + 1) * W->bs0 < o1 ? (rbk + 1) * W->bs0 : o1;
@@ -776,7 +781,7 @@ static void amx_exact(const hy_mat *W, int T, const float *x, size_t ldx, float 
     }
     const int kp = (K + AMX_KS - 1) / AMX_KS * AMX_KS;
     const bool emu = T == 1;
-    void *xs = (unsigned char *)base + (size_t)MG_NB * MG_AMX_MC * 4 + (size_t)MG_AMX_MC * MG_KC * 2;
+    void *xs = amx_xbuf(base);
     if (!amx_keep(scratch, act, &(amx_rec){x, ldx, T, K, 1, emu ? AMX_X_EXACT_F32 : AMX_X_EXACT, NULL, 0}))
         amx_pack_exact(x, ldx, T, K, kp, xs, emu);
     if (emu) amx_emu(W, T, xs, kp, AMX_NP, y, ldy, o0, o1, accumulate, base);
