@@ -3,14 +3,17 @@
  * same head_dim and 6 query heads per KV head) and of the tiny fixtures (head_dim 32):
  *   prefill: one KV head's 4 query heads over a block of 64 new tokens at the end of an
  *            n-token context (the forward pass's unit of work), GFLOP/s of scores + values;
- *   decode:  one token, 4 query heads over an n-token cache: GB/s of K and V read (the cache of
- *            32K positions is 64 MiB per KV head, i.e. streamed from DRAM); "cache of H KV
- *            heads": the head's rows interleaved with H-1 other heads' as the engine's KV cache
- *            stores them (memory/kv_cache.h: row stride H·head_dim), 0.8B (2) and 27B (4, g6).
+ *   decode:  one token, 4 query heads (27B: 6) over an n-token cache: GB/s of K and V read (the
+ *            cache of 32K positions is 64 MiB per KV head, i.e. streamed from DRAM).
+ * K and V as the engine's cache holds them (memory/kv_cache.h): one head's keys in transposed
+ * blocks, its values in rows, 64-byte aligned (the cache is page-aligned; before, this bench
+ * used malloc's 16-byte alignment, which split every vector load across two cache lines and
+ * showed the fp32 kernels at ~2/3 of their speed in the engine).
  * Where AMX is usable (hy_cpu_amx_select), the fast prefill's variant (hy_attn_ops_amx: bf16
  * products on tiles) gets a column of its own for the prefill shapes.
  * One thread; times are thread-CPU times (the machine is shared), best of reps; ratios vs ref.
  * Usage: bench_attn [reps]. Prints a table; no asserts. */
+#include "base/alloc.h"
 #include "kernels/attn.h"
 #include "kernels/cpu/dispatch.h"
 
@@ -35,7 +38,6 @@ static float frand(uint64_t *s) {
 typedef struct shape {
     const char *name;
     int dh, ng, nt, n_ctx; /* n_ctx: keys visible to the last token */
-    int kvh;               /* KV heads interleaved in the cache rows */
 } shape;
 
 int main(int argc, char **argv) {
@@ -51,15 +53,15 @@ int main(int argc, char **argv) {
     if (hy_cpu_amx_select(&f, getenv("HYLA_AMX"), true, &amx, &e) != 0) amx = false;
     const hy_attn_ops *amx_ops = amx ? hy_attn_ops_amx() : NULL;
     static const shape shapes[] = {
-        {"prefill dh256 g4 64 tok @ 512", 256, 4, 64, 512, 1},
-        {"prefill dh256 g4 64 tok @ 4096", 256, 4, 64, 4096, 1},
-        {"prefill dh256 g4 64 tok @ 32768", 256, 4, 64, 32768, 1},
-        {"prefill dh32 g2 64 tok @ 4096", 32, 2, 64, 4096, 1},
-        {"decode dh256 g4 @ 4096", 256, 4, 1, 4096, 1},
-        {"decode dh256 g4 @ 32768", 256, 4, 1, 32768, 1},
-        {"decode dh32 g2 @ 32768", 32, 2, 1, 32768, 1},
-        {"decode dh256 g4 @ 32768, cache of 2 KV heads", 256, 4, 1, 32768, 2},
-        {"decode dh256 g6 @ 32768, cache of 4 KV heads", 256, 6, 1, 32768, 4},
+        {"prefill dh256 g4 64 tok @ 512", 256, 4, 64, 512},
+        {"prefill dh256 g4 64 tok @ 4096", 256, 4, 64, 4096},
+        {"prefill dh256 g4 64 tok @ 32768", 256, 4, 64, 32768},
+        {"prefill dh256 g6 64 tok @ 4096", 256, 6, 64, 4096},
+        {"prefill dh32 g2 64 tok @ 4096", 32, 2, 64, 4096},
+        {"decode dh256 g4 @ 4096", 256, 4, 1, 4096},
+        {"decode dh256 g4 @ 32768", 256, 4, 1, 32768},
+        {"decode dh256 g6 @ 32768", 256, 6, 1, 32768},
+        {"decode dh32 g2 @ 32768", 32, 2, 1, 32768},
     };
     printf("  %-46s", "shape (one KV head)");
     for (int i = 0; i < nt; i++) printf(" %18s", tiers[i]->name);
@@ -67,15 +69,16 @@ int main(int argc, char **argv) {
     printf("\n");
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const shape *s = &shapes[si];
-        const size_t ld = (size_t)s->dh * (size_t)s->kvh, n = (size_t)s->n_ctx;
-        float *k = malloc(n * ld * sizeof(float)), *v = malloc(n * ld * sizeof(float));
-        float *q = malloc((size_t)s->nt * s->ng * s->dh * sizeof(float));
-        float *o = malloc((size_t)s->nt * s->ng * s->dh * sizeof(float));
+        /* n_ctx keys in whole blocks (the cache's capacity is too) */
+        const size_t ld = (size_t)s->dh, n = ((size_t)s->n_ctx + HY_ATTN_KB - 1) / HY_ATTN_KB * HY_ATTN_KB;
+        float *k = hy_calloc_aligned(n * ld, sizeof(float)), *v = hy_calloc_aligned(n * ld, sizeof(float));
+        float *q = hy_calloc_aligned((size_t)s->nt * s->ng * s->dh, sizeof(float));
+        float *o = hy_calloc_aligned((size_t)s->nt * s->ng * s->dh, sizeof(float));
         const size_t wf = hy_attn_work_floats(s->nt * s->ng), wa = hy_attn_amx_work_floats(s->nt * s->ng, s->dh);
-        float *w = malloc((wf > wa ? wf : wa) * sizeof(float));
+        float *w = hy_calloc_aligned(wf > wa ? wf : wa, sizeof(float));
         if (!k || !v || !q || !o || !w) return 1;
         uint64_t seed = 1;
-        for (size_t i = 0; i < n * ld; i++) k[i] = frand(&seed), v[i] = frand(&seed);
+        for (size_t i = 0; i < n * ld; i++) k[i] = frand(&seed), v[i] = frand(&seed); /* k: any order is some keys */
         for (size_t i = 0; i < (size_t)s->nt * s->ng * s->dh; i++) q[i] = frand(&seed);
         hy_attn_args a = {.q = q, .ldq_t = (size_t)s->ng * s->dh, .ldq_h = (size_t)s->dh, .out = o,
                           .ldo_t = (size_t)s->ng * s->dh, .ldo_h = (size_t)s->dh, .k = k, .v = v, .ld = ld,
@@ -102,7 +105,7 @@ int main(int argc, char **argv) {
             else printf(" %6.1f GF/s (x%4.1f)", flops / best[i] / 1e9, best[0] / best[i]);
         }
         printf("\n");
-        free(k), free(v), free(q), free(o), free(w);
+        hy_free(k), hy_free(v), hy_free(q), hy_free(o), hy_free(w);
     }
     printf("  (GF/s: 4·head_dim flops per visible (query row, key) pair; GB/s: K and V bytes of the cache per\n"
            "   decode call; xN = speed-up vs ref; one thread, thread-CPU time, best of %d)\n", reps);

@@ -385,8 +385,8 @@ int main(int argc, char **argv) {
     printf("\n");
     static const struct { hy_wfmt f; hy_act act; } pcfg[] = {
         {HY_WFMT_BF16, HY_ACT_F32}, {HY_WFMT_BF16, HY_ACT_BF16}, {HY_WFMT_BF16G, HY_ACT_F32}, {HY_WFMT_BF16G, HY_ACT_BF16},
-        {HY_WFMT_F32, HY_ACT_F32}, {HY_WFMT_FP8, HY_ACT_F32},
-        {HY_WFMT_FP8, HY_ACT_BF16}, {HY_WFMT_Q8, HY_ACT_F32}, {HY_WFMT_Q4, HY_ACT_F32},
+        {HY_WFMT_F32, HY_ACT_F32}, {HY_WFMT_FP8, HY_ACT_F32}, {HY_WFMT_FP8, HY_ACT_BF16}, {HY_WFMT_FP8G, HY_ACT_F32},
+        {HY_WFMT_FP8G, HY_ACT_BF16}, {HY_WFMT_Q8, HY_ACT_F32}, {HY_WFMT_Q4, HY_ACT_F32},
     };
     static const int pshapes[] = {0, 1, 3};
     for (size_t pi = 0; pi < (quick ? 2 : sizeof pshapes / sizeof pshapes[0]) && do_pre; pi++) {

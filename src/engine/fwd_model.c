@@ -47,15 +47,12 @@ static int fm_seq_copy(void *ctx, void *dst, const void *src, hy_err *err) {
     (void)ctx;
     hy_seq *d = dst;
     const hy_seq *s = src;
-    if (d->m != s->m || d->max_tokens < s->pos || d->kv->n_layers != s->kv->n_layers || d->kv->kv_dim != s->kv->kv_dim ||
+    if (d->m != s->m || d->max_tokens < s->pos || d->kv->n_layers != s->kv->n_layers ||
+        d->kv->n_heads != s->kv->n_heads || d->kv->head_dim != s->kv->head_dim ||
         d->kv->max_tokens != s->kv->max_tokens || d->gdn->bytes != s->gdn->bytes)
         return hy_err_set(err, HY_E_INVALID, "seq_copy: sequences of different shapes");
     hy_gdn_state_copy(d->gdn, s->gdn);
-    const size_t row = (size_t)s->kv->kv_dim * sizeof(float);
-    for (int l = 0; l < s->kv->n_layers && s->pos > 0; l++) {
-        memcpy(hy_kv_cache_k(d->kv, l, 0), hy_kv_cache_k(s->kv, l, 0), row * (size_t)s->pos);
-        memcpy(hy_kv_cache_v(d->kv, l, 0), hy_kv_cache_v(s->kv, l, 0), row * (size_t)s->pos);
-    }
+    hy_kv_cache_copy(d->kv, s->kv, s->pos);
     d->pos = s->pos;
     return 0;
 }

@@ -9,8 +9,10 @@
  * cache to all rows (decode: the ng heads of the group; prefill: a block of tokens too).
  *
  * Causality: token t of the call (0-based) sees keys 0 .. n_past + t, i.e. n_past + t + 1 keys,
- * where n_past is the number of cached positions before the call's first token. Keys the row
- * may not see are never read beyond the call's last token (n_past + nt keys in all).
+ * where n_past is the number of cached positions before the call's first token. Keys past the
+ * call's last token (n_past + nt keys in all) are never weighted: the key blocks holding those
+ * are read whole (their later columns, whatever they hold, NaN included, scored and masked),
+ * values past them never.
  *
  * Threading: pure over its arguments; a call writes only its own output rows and its own
  * `work` buffer (hy_attn_work_floats), so callers split (KV head, token block) units across
@@ -18,7 +20,9 @@
  * count or on how the prompt was split into calls (key blocks always start at position 0).
  *
  * Numerics: fp32 throughout. The scalar form (cpu/attn_ref.c) is hy_ref_attn_head per row and
- * the oracle; SIMD forms differ from it by summation order, FMA and a ~1 ulp vector exp.
+ * the oracle; SIMD forms differ from it by summation order, FMA and a ~1 ulp vector exp. The
+ * SIMD scores are one fma chain per (row, key) over the dims in order, with the keys along the
+ * vector lanes (why the keys are stored transposed: no horizontal sums).
  */
 #ifndef HY_KERNELS_ATTN_H
 #define HY_KERNELS_ATTN_H
@@ -35,8 +39,10 @@ typedef struct hy_attn_args {
     size_t ldq_t, ldq_h;
     float *out;      /* output row (t, i) at out + t*ldo_t + i*ldo_h: dh floats (fully written) */
     size_t ldo_t, ldo_h;
-    const float *k;  /* key of position j at k + j*ld (dh floats), post-norm, post-RoPE */
-    const float *v;  /* value of position j at v + j*ld */
+    const float *k;  /* keys (post-norm, post-RoPE) in blocks of HY_ATTN_KB positions, each transposed
+                      * (memory/kv_cache.h's layout): position j's dim d at
+                      * k[(j / KB)·dh·KB + d·KB + j % KB] */
+    const float *v;  /* value of position j at v + j*ld (dh floats) */
     size_t ld;
     int nt, ng;      /* tokens, query heads sharing the KV head (rows = nt*ng) */
     int n_past;      /* token t sees keys [0, n_past + t] */

@@ -46,6 +46,8 @@ const hy_ops *hy_ops_ref(void);
  * place, no scratch needed. */
 void hy_ref_matmul(const hy_tensor *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
                    bool accumulate);
+/* One query row over n_kv keys: k in transposed blocks (kernels/attn.h's hy_attn_args.k), the
+ * values ld floats apart. */
 void hy_ref_attn_head(const float *q, const float *k, const float *v, size_t ld, int n_kv, int dh, float scale,
                       float *out);
 

@@ -392,7 +392,7 @@ int hy_seq_create(hy_seq **out, const hy_model *m, int max_tokens, hy_err *err) 
     if (!s) return hy_err_set(err, HY_E_NOMEM, "sequence: out of memory");
     s->m = m;
     s->max_tokens = max_tokens;
-    if ((rc = hy_kv_cache_create(&s->kv, n_attn, max_tokens, n_attn ? d.Hkv * d.Dh : 1, err))) {
+    if ((rc = hy_kv_cache_create(&s->kv, n_attn, max_tokens, n_attn ? d.Hkv : 1, n_attn ? d.Dh : 1, err))) {
         hy_seq_free(s);
         return hy_err_wrap(err, "sequence");
     }

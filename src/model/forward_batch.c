@@ -45,23 +45,19 @@ void hy_layer_attn_batch(hy_ctx *c, int layer, int ith, int nth) {
             hy_ref_rmsnorm(q, L->q_norm, Dh, d->eps, true, q);
             if (half) hy_ref_rope_neox(q, (int)half, cs, sn);
         }
-        float *kc = hy_kv_cache_k(s->kv, L->slot, s->pos);
-        float *vc = hy_kv_cache_v(s->kv, L->slot, s->pos);
         for (int g = 0; g < Hkv; g++) {
-            const float *k = c->a_k + t * kv_w + (size_t)g * Dh;
-            float *kd = kc + (size_t)g * Dh;
-            hy_ref_rmsnorm(k, L->k_norm, Dh, d->eps, true, kd);
-            if (half) hy_ref_rope_neox(kd, (int)half, cs, sn);
+            float *k = c->a_k + t * kv_w + (size_t)g * Dh; /* normed and rotated in place, then cached */
+            hy_ref_rmsnorm(k, L->k_norm, Dh, d->eps, true, k);
+            if (half) hy_ref_rope_neox(k, (int)half, cs, sn);
+            hy_kv_cache_put(s->kv, L->slot, g, s->pos, k, c->a_v + t * kv_w + (size_t)g * Dh);
         }
-        const float *v = c->a_v + t * kv_w;
-        for (size_t i = 0; i < kv_w; i++) vc[i] = v[i];
     }
     hy_threadpool_barrier(c->tp);
 
     /* units: (token, KV head), each exactly the 1-token unit of a solo step */
     const int group = Hq / Hkv, n_units = Hkv * T;
     float *work = c->thr_work + (size_t)ith * c->thr_work_floats;
-    hy_attn_args a = {.ldq_t = qg_w, .ldq_h = 2 * (size_t)Dh, .ldo_t = o_w, .ldo_h = (size_t)Dh, .ld = kv_w,
+    hy_attn_args a = {.ldq_t = qg_w, .ldq_h = 2 * (size_t)Dh, .ldo_t = o_w, .ldo_h = (size_t)Dh, .ld = (size_t)Dh,
                       .ng = group, .dh = Dh, .scale = (float)(1.0 / sqrt((double)Dh))};
     for (int u = ith; u < n_units; u += nth) {
         const int g = u % Hkv, t = u / Hkv;
@@ -70,8 +66,8 @@ void hy_layer_attn_batch(hy_ctx *c, int layer, int ith, int nth) {
         a.n_past = s->pos;
         a.q = c->a_qg + t * qg_w + (size_t)g * group * 2 * Dh;
         a.out = c->a_out + t * o_w + (size_t)g * group * Dh;
-        a.k = hy_kv_cache_k(s->kv, L->slot, 0) + (size_t)g * Dh;
-        a.v = hy_kv_cache_v(s->kv, L->slot, 0) + (size_t)g * Dh;
+        a.k = hy_kv_cache_kt(s->kv, L->slot, g);
+        a.v = hy_kv_cache_vh(s->kv, L->slot, g);
         c->kern.attn->gqa(&a, work);
         for (int i = 0; i < group; i++) {
             float *o = a.out + (size_t)i * Dh;

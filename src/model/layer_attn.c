@@ -20,6 +20,8 @@
  */
 #include "model/forward_impl.h"
 
+_Static_assert(HY_KV_BLOCK == HY_ATTN_KB, "the cache's key blocks are the attention kernels' key blocks");
+
 /* q/k norm and RoPE of token t for the query heads of KV heads [g0, g1) and those KV heads,
  * K/V into the cache. */
 static void attn_qk_prep(hy_ctx *c, const hy_layer_f32 *L, int t, int g0, int g1) {
@@ -33,16 +35,11 @@ static void attn_qk_prep(hy_ctx *c, const hy_layer_f32 *L, int t, int g0, int g1
         hy_ref_rmsnorm(q, L->q_norm, Dh, d->eps, true, q);
         if (half) hy_ref_rope_neox(q, (int)half, cs, sn);
     }
-    float *kc = hy_kv_cache_k(kv, L->slot, c->pos0 + t);
-    float *vc = hy_kv_cache_v(kv, L->slot, c->pos0 + t);
     for (int g = g0; g < g1; g++) {
-        const float *k = c->a_k + t * kv_w + (size_t)g * Dh;
-        float *kd = kc + (size_t)g * Dh;
-        hy_ref_rmsnorm(k, L->k_norm, Dh, d->eps, true, kd);
-        if (half) hy_ref_rope_neox(kd, (int)half, cs, sn);
-        const float *v = c->a_v + t * kv_w + (size_t)g * Dh;
-        float *vd = vc + (size_t)g * Dh;
-        for (int i = 0; i < Dh; i++) vd[i] = v[i];
+        float *k = c->a_k + t * kv_w + (size_t)g * Dh; /* normed and rotated in place, then cached */
+        hy_ref_rmsnorm(k, L->k_norm, Dh, d->eps, true, k);
+        if (half) hy_ref_rope_neox(k, (int)half, cs, sn);
+        hy_kv_cache_put(kv, L->slot, g, c->pos0 + t, k, c->a_v + t * kv_w + (size_t)g * Dh);
     }
 }
 
@@ -52,7 +49,7 @@ void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
     const hy_layer_f32 *L = &c->layers[layer];
     const hy_kv_cache *kv = c->seq->kv;
     const int T = c->T, Hq = d->Hq, Hkv = d->Hkv, Dh = d->Dh;
-    const size_t D = (size_t)d->D, qg_w = 2 * (size_t)Hq * Dh, kv_w = (size_t)Hkv * Dh, o_w = (size_t)Hq * Dh;
+    const size_t D = (size_t)d->D, qg_w = 2 * (size_t)Hq * Dh, o_w = (size_t)Hq * Dh;
 
     hy_fwd_layer_project(c, layer, xn, ith, nth);
 
@@ -76,7 +73,7 @@ void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
     const int group = Hq / Hkv, tb = fast ? c->attn_tb_bf16 : c->attn_tb;
     const int n_units = Hkv * ((T + tb - 1) / tb);
     float *work = c->thr_work + (size_t)ith * c->thr_work_floats;
-    hy_attn_args a = {.ldq_t = qg_w, .ldq_h = 2 * (size_t)Dh, .ldo_t = o_w, .ldo_h = (size_t)Dh, .ld = kv_w,
+    hy_attn_args a = {.ldq_t = qg_w, .ldq_h = 2 * (size_t)Dh, .ldo_t = o_w, .ldo_h = (size_t)Dh, .ld = (size_t)Dh,
                       .ng = group, .dh = Dh, .scale = (float)(1.0 / sqrt((double)Dh))};
     for (int u = ith; u < n_units; u += nth) { /* u = g for one token, as above */
         const int g = u % Hkv, ta = (u / Hkv) * tb;
@@ -84,8 +81,8 @@ void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
         a.n_past = c->pos0 + ta;
         a.q = c->a_qg + ta * qg_w + (size_t)g * group * 2 * Dh;
         a.out = c->a_out + ta * o_w + (size_t)g * group * Dh;
-        a.k = hy_kv_cache_k(kv, L->slot, 0) + (size_t)g * Dh;
-        a.v = hy_kv_cache_v(kv, L->slot, 0) + (size_t)g * Dh;
+        a.k = hy_kv_cache_kt(kv, L->slot, g);
+        a.v = hy_kv_cache_vh(kv, L->slot, g);
         kern->gqa(&a, work);
         for (int t = 0; t < a.nt; t++)
             for (int i = 0; i < group; i++) {

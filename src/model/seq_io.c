@@ -20,8 +20,7 @@ int hy_seq_kv_read(const hy_seq *s, int pos0, int n, float *dst, hy_err *err) {
     const size_t row = (size_t)kv->kv_dim;
     for (int t = 0; t < n; t++) {
         for (int l = 0; l < kv->n_layers; l++) {
-            memcpy(dst, hy_kv_cache_k(kv, l, pos0 + t), row * sizeof(float));
-            memcpy(dst + row, hy_kv_cache_v(kv, l, pos0 + t), row * sizeof(float));
+            hy_kv_cache_get_pos(kv, l, pos0 + t, dst, dst + row);
             dst += 2 * row;
         }
     }
@@ -36,8 +35,7 @@ int hy_seq_kv_write(hy_seq *s, int pos0, int n, const float *src, hy_err *err) {
     const size_t row = (size_t)kv->kv_dim;
     for (int t = 0; t < n; t++) {
         for (int l = 0; l < kv->n_layers; l++) {
-            memcpy(hy_kv_cache_k(kv, l, pos0 + t), src, row * sizeof(float));
-            memcpy(hy_kv_cache_v(kv, l, pos0 + t), src + row, row * sizeof(float));
+            hy_kv_cache_set_pos(kv, l, pos0 + t, src, src + row);
             src += 2 * row;
         }
     }

@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include "base/fp.h"
+#include "kernels/attn.h"
 #include "kernels/ops.h"
 
 #include <math.h>
@@ -59,16 +60,18 @@ static void test_matmul(void **st) {
 
 static void test_attn_head(void **st) {
     (void)st;
-    enum { DH = 20, LD = 44, N = 150 };
-    static float k[N * LD], v[N * LD];
+    enum { DH = 20, LD = 44, N = 150, NBLK = (N + HY_ATTN_KB - 1) / HY_ATTN_KB };
+    static float k[N * LD], v[N * LD], kt[NBLK * DH * HY_ATTN_KB];
     float q[DH], out[DH];
     for (int i = 0; i < N * LD; i++) { k[i] = 3 * frand(); v[i] = frand(); }
+    for (int j = 0; j < N; j++) /* the keys as the kernels take them: transposed blocks */
+        for (int d = 0; d < DH; d++) kt[((j / HY_ATTN_KB) * DH + d) * HY_ATTN_KB + j % HY_ATTN_KB] = k[j * LD + d];
     for (int i = 0; i < DH; i++) q[i] = 3 * frand();
     int lens[] = {1, 2, 63, 64, 65, 129, 150};
     double worst = 0;
     for (size_t c = 0; c < sizeof lens / sizeof lens[0]; c++) {
         int n = lens[c];
-        hy_ref_attn_head(q, k, v, LD, n, DH, 0.3f, out);
+        hy_ref_attn_head(q, kt, v, LD, n, DH, 0.3f, out);
         double s[N], m = -INFINITY, l = 0;
         for (int j = 0; j < n; j++) {
             s[j] = 0;

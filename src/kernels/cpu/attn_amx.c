@@ -5,8 +5,8 @@
  * offers it where the matmuls use AMX); the emulated avx512 test build has none, the emulated
  * AMX one (make test-amxemu, kernels/cpu/amx_tile_emu.h) runs it on any AVX-512 CPU.
  *
- * Why: the fp32 kernels run prefill attention at ~85 GFLOP/s per core (most of the fp32 FMA
- * peak); at 32K tokens of the 0.8B shape that is over half of the prompt's time. TDPBF16PS
+ * Why: the fp32 kernels ran prefill attention at ~85-150 GFLOP/s per core (under 2/3 of the fp32
+ * FMA peak); at 32K tokens of the 0.8B shape that is over half of the prompt's time. TDPBF16PS
  * multiplies bf16 at an order of magnitude more, so the products are not what bounds this
  * kernel any more: the softmax's exps and the conversions are.
  * Measured on a 2-core AMX Xeon (bench_attn, one thread, head_dim 256, 64 tokens x 4 heads):
@@ -19,9 +19,10 @@
  *
  * Layout per call (the scratch, hy_attn_amx_work_floats): the call's query rows rounded to bf16
  * once ([row][dp], dims padded to dp = a multiple of 32 with zeros); per key block, its keys as
- * B tiles (per 32 dims and 16 keys: row p holds dims 2p, 2p+1 of each key, a 16 x 16 dword
- * transpose) and its values as B tiles (per 32 keys and 16 dims: row p holds keys 2p, 2p+1 of
- * each dim, an interleave), each converted once and used by every row tile of the call;
+ * B tiles (per 32 dims and 16 keys: row p holds dims 2p, 2p+1 of each key, an interleave of two
+ * rows of the transposed block) and its values as B tiles (per 32 keys and 16 dims: row p holds
+ * keys 2p, 2p+1 of each dim, an interleave), each converted once and used by every row tile of
+ * the call;
  * fp32 accumulators [row][dp] that the P·V tiles load, add to and store (C tiles cannot hold
  * head_dim 256 for 16 rows: 16 tiles of 8).
  *
@@ -64,51 +65,31 @@ size_t hy_attn_amx_work_floats(int rows, int dh) {
 #include "kernels/cpu/vec_avx512.inc"
 #include "kernels/cpu/vf_exp.inc"
 
-/* r[p] lane i <- r[i] lane p (16 x 16 dwords): pairs, then quads within 128-bit lanes, then
- * a 4 x 4 transpose of the lanes */
-static inline __attribute__((always_inline)) void tr16(__m512i r[16]) {
-    __m512i t[16], u[16];
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-    }
-    for (int i = 0; i < 4; i++) { /* u[4i+j], lane L: column 4L+j of rows 4i..4i+3 */
-        u[4 * i] = _mm512_unpacklo_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i], t[4 * i + 2]);
-        u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
-        u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
-    }
-    for (int j = 0; j < 4; j++) {
-        const __m512i v0 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0x44), v1 = _mm512_shuffle_i32x4(u[j], u[4 + j], 0xee);
-        const __m512i v2 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0x44), v3 = _mm512_shuffle_i32x4(u[8 + j], u[12 + j], 0xee);
-        r[j] = _mm512_shuffle_i32x4(v0, v2, 0x88);
-        r[4 + j] = _mm512_shuffle_i32x4(v0, v2, 0xdd);
-        r[8 + j] = _mm512_shuffle_i32x4(v1, v3, 0x88);
-        r[12 + j] = _mm512_shuffle_i32x4(v1, v3, 0xdd);
-    }
+/* Two rows of 16 floats as bf16 (nearest even) pairs: dword i = (a_i, b_i) */
+static inline __m512i pair16(__m512 a, __m512 b) {
+    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));
 }
 
-/* Keys [0, nb) of the block at k (rows ld apart, dh floats) as B tiles kb[s][n] (s: 32 dims,
- * n: 16 keys, the first nkt of them), zeros past dh and past nb. */
-static void pack_keys(const float *k, size_t ld, int nb, int nkt, int dh, int nds, uint16_t *kb) {
+/* Keys [0, nb) of the block kt (transposed: dim d's keys at kt + d·HY_ATTN_KB) as B tiles
+ * kb[s][n] (s: 32 dims, n: 16 keys, the first nkt of them): row p pairs dims 2p and 2p + 1 of
+ * the tile's keys, two rows of the block; zeros past dh and past nb (whatever the block holds
+ * there). */
+static void pack_keys(const float *kt, int nb, int nkt, int dh, int nds, uint16_t *kb) {
     for (int s = 0; s < nds; s++)
-        for (int n = 0; n < nkt; n++) {
-            __m512i r[16];
-            for (int i = 0; i < 16; i++) {
-                const int j = 16 * n + i;
-                r[i] = j < nb ? amx_bf16x32(k + (size_t)j * ld + 32 * s, dh - 32 * s) : _mm512_setzero_si512();
+        for (int n = 0; n < nkt; n++)
+            for (int p = 0; p < 16; p++) {
+                const int d0 = 32 * s + 2 * p, nk = nb - 16 * n;
+                const __m512 a = amx_load16(kt + (size_t)d0 * HY_ATTN_KB + 16 * n, d0 < dh ? nk : 0);
+                const __m512 b = amx_load16(kt + (size_t)(d0 + 1) * HY_ATTN_KB + 16 * n, d0 + 1 < dh ? nk : 0);
+                _mm512_storeu_si512(kb + (((size_t)s * 4 + (size_t)n) * 16 + (size_t)p) * 32, pair16(a, b));
             }
-            tr16(r);
-            uint16_t *d = kb + ((size_t)s * 4 + (size_t)n) * 512;
-            for (int p = 0; p < 16; p++) _mm512_storeu_si512(d + 32 * p, r[p]);
-        }
 }
 
 /* Values [0, nb) of the block at v as B tiles vb[ks][dt] (ks: 32 keys, the first nks; dt: 16
  * dims of ndt), zeros past dh and past nb. */
 static void pack_values(const float *v, size_t ld, int nb, int nks, int dh, int ndt, uint16_t *vb) {
-    const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     for (int ks = 0; ks < nks; ks++)
         for (int p = 0; p < 16; p++) {
             const int j0 = 32 * ks + 2 * p, j1 = j0 + 1;
@@ -116,9 +97,7 @@ static void pack_values(const float *v, size_t ld, int nb, int nks, int dh, int 
             for (int dt = 0; dt < ndt; dt++) {
                 const int n = dh - 16 * dt;
                 const __m512 a = amx_load16(v0 + 16 * dt, j0 < nb ? n : 0), b = amx_load16(v1 + 16 * dt, j1 < nb ? n : 0);
-                const __m512i c = (__m512i)_mm512_cvtne2ps_pbh(b, a);
-                _mm512_storeu_si512(vb + (((size_t)ks * ndt + (size_t)dt) * 16 + (size_t)p) * 32,
-                                    _mm512_permutexvar_epi16(idx, c));
+                _mm512_storeu_si512(vb + (((size_t)ks * ndt + (size_t)dt) * 16 + (size_t)p) * 32, pair16(a, b));
             }
         }
 }
@@ -248,7 +227,7 @@ static void amx_gqa(const hy_attn_args *a, float *work) {
     const int kmax = a->n_past + a->nt;
     for (int j0 = 0; j0 < kmax; j0 += HY_ATTN_KB) {
         const int nb = kmax - j0 < HY_ATTN_KB ? kmax - j0 : HY_ATTN_KB;
-        pack_keys(a->k + (size_t)j0 * a->ld, a->ld, nb, (nb + 15) / 16, dh, nds, kb);
+        pack_keys(a->k + (size_t)(j0 / HY_ATTN_KB) * (size_t)dh * HY_ATTN_KB, nb, (nb + 15) / 16, dh, nds, kb);
         pack_values(a->v + (size_t)j0 * a->ld, a->ld, nb, (nb + 31) / 32, dh, ndt, vb);
         for (int r0 = 0; r0 < R; r0 += 16) {
             const int mr = R - r0 < 16 ? R - r0 : 16;

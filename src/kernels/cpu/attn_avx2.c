@@ -2,8 +2,8 @@
  * AVX2+FMA instance of the grouped-query attention kernel (template: attn_simd.inc). Compiled
  * for the avx2 tier only by target pragmas; the table must only be used after
  * kernels/cpu/dispatch.c checked the CPU. 8 fp32 lanes, 16 registers: score tiles of 2 rows x
- * 4 keys (8 accumulators + 4 key vectors), P·V tiles of 2 rows x 4 vectors (32 dims), for one
- * token (decode); calls of several tokens go to the 4-row instance (attn_avx2_wide.c).
+ * 4 key vectors (8 accumulators + 4 key vectors), P·V tiles of 2 rows x 4 vectors (32 dims), for
+ * one token (decode); calls of several tokens go to the 4-row instance (attn_avx2_wide.c).
  */
 #include "kernels/attn.h"
 #include "kernels/cpu/attn_avx2_wide.h"
@@ -13,6 +13,7 @@
 #include "kernels/cpu/avx2_begin.h"
 
 #define ATTN_MR 2
+#define ATTN_NKV 4
 #define ATTN_NV 4
 #define ATTN_ISA_NAME "avx2"
 #define ATTN_NO_TABLE

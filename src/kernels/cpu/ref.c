@@ -7,6 +7,8 @@
  */
 #include "kernels/ops.h"
 
+#include "kernels/attn.h"
+
 #include "base/error.h"
 #include "base/fp.h"
 
@@ -69,21 +71,24 @@ void hy_ref_matmul(const hy_tensor *W, int T, const float *x, size_t ldx, float 
     }
 }
 
-/* Keys are visited in blocks; within a block the scores are exact, across
- * blocks the running max/sum are rescaled (online softmax), so no buffer
- * proportional to the context is needed. */
-#define ATTN_BLOCK 64
-
+/* Keys are visited in their blocks of HY_ATTN_KB (stored transposed, kernels/attn.h); within a
+ * block the scores are exact (one fma chain per key over the dims in order, as the SIMD
+ * kernels compute them), across blocks the running max/sum are rescaled (online softmax), so
+ * no buffer proportional to the context is needed. */
 void hy_ref_attn_head(const float *q, const float *k, const float *v, size_t ld, int n_kv, int dh, float scale,
                       float *out) {
-    float s[ATTN_BLOCK];
+    float s[HY_ATTN_KB];
     float m = -INFINITY, l = 0.0f;
     for (int d = 0; d < dh; d++) out[d] = 0.0f;
-    for (int j0 = 0; j0 < n_kv; j0 += ATTN_BLOCK) {
-        int nb = n_kv - j0 < ATTN_BLOCK ? n_kv - j0 : ATTN_BLOCK;
+    for (int j0 = 0; j0 < n_kv; j0 += HY_ATTN_KB) {
+        int nb = n_kv - j0 < HY_ATTN_KB ? n_kv - j0 : HY_ATTN_KB;
+        const float *kb = k + (size_t)(j0 / HY_ATTN_KB) * (size_t)dh * HY_ATTN_KB;
         float bm = -INFINITY;
+        for (int j = 0; j < nb; j++) s[j] = 0.0f;
+        for (int d = 0; d < dh; d++) /* dim by dim: the block's rows are contiguous */
+            for (int j = 0; j < nb; j++) s[j] = fmaf(q[d], kb[(size_t)d * HY_ATTN_KB + j], s[j]);
         for (int j = 0; j < nb; j++) {
-            s[j] = hy_ref_dot(q, k + (size_t)(j0 + j) * ld, dh) * scale;
+            s[j] *= scale;
             if (s[j] > bm) bm = s[j];
         }
         if (bm > m) {
