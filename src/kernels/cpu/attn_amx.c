@@ -10,12 +10,13 @@
  * multiplies bf16 at an order of magnitude more, so the products are not what bounds this
  * kernel any more: the softmax's exps and the conversions are.
  * Measured on a 2-core AMX Xeon (bench_attn, one thread, head_dim 256, 64 tokens x 4 heads):
- * 300-340 GFLOP/s at 4K-32K keys, 3.1-3.4x the fp32 avx512 kernel, ~10% of the tiles' peak.
- * Leaving one part out at a time: the score tiles ~1/3 of the time, P·V ~1/4, packing K and V
- * ~1/4 (the fp32 cache is read once per call; 128-token calls ran 1.1-1.15x), the softmax ~1/9.
- * The tile loads bound the products: a B tile (1 KiB) per TDPBF16PS, K and V blocks (32 KiB
- * each) not both in L1. Engine: 32K tokens of the 0.8B shape, --fast-prefill, 65 s against
- * 168 s with the fp32 attention.
+ * 430-680 GFLOP/s at 512-32K keys, 2.5-3.6x the fp32 avx512 kernel, ~15% of the tiles' peak
+ * (300-340 when bench_attn's buffers were 16-byte aligned: most of the gain since is theirs).
+ * Leaving one part out at a time (then): the score tiles ~1/3 of the time, P·V ~1/4, packing K
+ * and V ~1/4 (the fp32 cache is read once per call; 128-token calls ran 1.1-1.15x), the
+ * softmax ~1/9. The tile loads bound the products: a B tile (1 KiB) per TDPBF16PS, K and V
+ * blocks (32 KiB each) not both in L1. Engine: 32K tokens of the 0.8B shape, --fast-prefill,
+ * 65 s against 168 s with the fp32 attention of then (64 s now; the exact default 173 s).
  *
  * Layout per call (the scratch, hy_attn_amx_work_floats): the call's query rows rounded to bf16
  * once ([row][dp], dims padded to dp = a multiple of 32 with zeros); per key block, its keys as
