@@ -2,9 +2,9 @@
  * the scalar oracle (hy_ref_attn_head per row), tiers it cannot run are reported and skipped.
  * Cases: head_dim 32, 256 and ones that are not a multiple of the vector width (40, 72, 8);
  * groups of 1, 4, 6 query heads; decode (nt = 1) and prefill blocks (causal mask inside the
- * block) with n_past 0, odd, at and around the 64-key block size; interleaved strides as the
- * forward pass uses them (q rows 2·dh apart, K/V rows Hkv·dh apart); large scores that move
- * the running max many times.
+ * block) with n_past 0, odd, at and around the 64-key block size; q rows 2·dh apart as the
+ * forward pass has them, V rows Hkv·dh apart (any stride works; the cache's is dh); large
+ * scores that move the running max many times.
  * Tolerance: max |x - ref| <= 1e-5 (outputs are convex combinations of values in [-1, 1]);
  * the worst error is printed. Also: a row's result is bit-identical whether it is computed in
  * one call with its neighbours or alone (what makes the forward pass thread-count invariant).
