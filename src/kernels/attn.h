@@ -50,6 +50,11 @@ typedef struct hy_attn_args {
     float scale;     /* score = (q·k)·scale */
 } hy_attn_args;
 
+/* The block of hy_attn_args.k holding key j (dim d of its keys at + d·HY_ATTN_KB) */
+static inline const float *hy_attn_key_block(const float *k, int j, int dh) {
+    return k + (size_t)(j / HY_ATTN_KB) * (size_t)dh * HY_ATTN_KB;
+}
+
 /* Floats of per-call scratch for `rows` = nt*ng query rows (same for every variant). */
 size_t hy_attn_work_floats(int rows);
 

@@ -59,8 +59,7 @@ void hy_kv_cache_free(hy_kv_cache *kv) {
 
 void hy_kv_cache_put(const hy_kv_cache *kv, int layer, int head, int pos, const float *k, const float *v) {
     const int dh = kv->head_dim;
-    float *kb = hy_kv_cache_kt(kv, layer, head) + (size_t)(pos / HY_KV_BLOCK) * (size_t)dh * HY_KV_BLOCK +
-                (size_t)(pos % HY_KV_BLOCK);
+    float *kb = hy_kv_cache_kcol(kv, layer, head, pos);
     for (int d = 0; d < dh; d++) kb[(size_t)d * HY_KV_BLOCK] = k[d];
     memcpy(hy_kv_cache_vh(kv, layer, head) + (size_t)pos * (size_t)dh, v, (size_t)dh * sizeof(float));
 }
@@ -68,8 +67,7 @@ void hy_kv_cache_put(const hy_kv_cache *kv, int layer, int head, int pos, const 
 void hy_kv_cache_get_pos(const hy_kv_cache *kv, int layer, int pos, float *k, float *v) {
     const int dh = kv->head_dim;
     for (int h = 0; h < kv->n_heads; h++) {
-        const float *kb = hy_kv_cache_kt(kv, layer, h) + (size_t)(pos / HY_KV_BLOCK) * (size_t)dh * HY_KV_BLOCK +
-                          (size_t)(pos % HY_KV_BLOCK);
+        const float *kb = hy_kv_cache_kcol(kv, layer, h, pos);
         for (int d = 0; d < dh; d++) k[(size_t)h * dh + d] = kb[(size_t)d * HY_KV_BLOCK];
         memcpy(v + (size_t)h * dh, hy_kv_cache_vh(kv, layer, h) + (size_t)pos * (size_t)dh, (size_t)dh * sizeof(float));
     }

@@ -52,6 +52,12 @@ static inline float *hy_kv_cache_vh(const hy_kv_cache *kv, int layer, int head) 
                        (size_t)kv->head_dim;
 }
 
+/* Position pos's key column in one layer's head (its dim d at + d * HY_KV_BLOCK) */
+static inline float *hy_kv_cache_kcol(const hy_kv_cache *kv, int layer, int head, int pos) {
+    return hy_kv_cache_kt(kv, layer, head) + (size_t)(pos / HY_KV_BLOCK) * (size_t)kv->head_dim * HY_KV_BLOCK +
+           (size_t)(pos % HY_KV_BLOCK);
+}
+
 /* Position pos of one layer's head: k and v (head_dim floats each) into the cache. */
 void hy_kv_cache_put(const hy_kv_cache *kv, int layer, int head, int pos, const float *k, const float *v);
 /* Position pos of one layer, every head (kv_dim floats each, head after head): out of / into the cache. */

@@ -81,7 +81,7 @@ static void pack_keys(const float *kt, int nb, int nkt, int dh, int nds, uint16_
     for (int s = 0; s < nds; s++)
         for (int n = 0; n < nkt; n++)
             for (int p = 0; p < 16; p++) {
-                const int d0 = 32 * s + 2 * p, nk = nb - 16 * n;
+                const int d0 = 32 * s + 2 * p, nk = nb - 16 * n; /* keys of this tile */
                 const __m512 a = amx_load16(kt + (size_t)d0 * HY_ATTN_KB + 16 * n, d0 < dh ? nk : 0);
                 const __m512 b = amx_load16(kt + (size_t)(d0 + 1) * HY_ATTN_KB + 16 * n, d0 + 1 < dh ? nk : 0);
                 _mm512_storeu_si512(kb + (((size_t)s * 4 + (size_t)n) * 16 + (size_t)p) * 32, pair16(a, b));
@@ -228,7 +228,7 @@ static void amx_gqa(const hy_attn_args *a, float *work) {
     const int kmax = a->n_past + a->nt;
     for (int j0 = 0; j0 < kmax; j0 += HY_ATTN_KB) {
         const int nb = kmax - j0 < HY_ATTN_KB ? kmax - j0 : HY_ATTN_KB;
-        pack_keys(a->k + (size_t)(j0 / HY_ATTN_KB) * (size_t)dh * HY_ATTN_KB, nb, (nb + 15) / 16, dh, nds, kb);
+        pack_keys(hy_attn_key_block(a->k, j0, dh), nb, (nb + 15) / 16, dh, nds, kb);
         pack_values(a->v + (size_t)j0 * a->ld, a->ld, nb, (nb + 31) / 32, dh, ndt, vb);
         for (int r0 = 0; r0 < R; r0 += 16) {
             const int mr = R - r0 < 16 ? R - r0 : 16;

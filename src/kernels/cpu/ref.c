@@ -82,7 +82,7 @@ void hy_ref_attn_head(const float *q, const float *k, const float *v, size_t ld,
     for (int d = 0; d < dh; d++) out[d] = 0.0f;
     for (int j0 = 0; j0 < n_kv; j0 += HY_ATTN_KB) {
         int nb = n_kv - j0 < HY_ATTN_KB ? n_kv - j0 : HY_ATTN_KB;
-        const float *kb = k + (size_t)(j0 / HY_ATTN_KB) * (size_t)dh * HY_ATTN_KB;
+        const float *kb = hy_attn_key_block(k, j0, dh);
         float bm = -INFINITY;
         for (int j = 0; j < nb; j++) s[j] = 0.0f;
         for (int d = 0; d < dh; d++) /* dim by dim: the block's rows are contiguous */
