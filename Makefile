@@ -3,7 +3,7 @@
 JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 20
 
-.PHONY: all build test test-avx512emu test-amxemu asan fuzz bench bench-long setup clean
+.PHONY: all build test test-avx512emu test-amxemu asan fuzz bench bench-long bench-llamacpp setup clean
 
 all: build
 
@@ -57,6 +57,11 @@ bench: build
 # long-context targets: 32K prompt on the 0.8B shape, 262K prompt on the tiny shape
 bench-long: build
 	@bash scripts/run-bench --long build
+
+# hyla against llama.cpp (a pinned commit, built once under build/llamacpp/) on the same random
+# models, engines alternated: needs network once (PyPI) and ~10 GB of disk (venv, GGUF files)
+bench-llamacpp: build
+	@bash scripts/bench-llamacpp build
 
 clean:
 	rm -rf build build-asan build-fuzz build-avx512emu
