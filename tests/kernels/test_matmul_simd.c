@@ -534,7 +534,8 @@ static void test_formats(void **st) {
 
 /* Row groups past one GEMM row block (128 rows) and column block (512 columns), split at rows
  * inside a group, several FP8 scale blocks per group row; Q8 / Q4 one-token calls over many
- * 16-row blocks, split inside one: bit-identical to the reference, and
+ * 16-row blocks, split inside one, and 40 tokens past the AMX int8 GEMM's blocks: bit-identical
+ * to the reference, and
  * the GEMM (T = 40, 70) equal to the GEMV token by token (check_case). */
 static void test_row_groups_big(void **st) {
     (void)st;
@@ -547,7 +548,11 @@ static void test_row_groups_big(void **st) {
     /* int8 one-token calls over many 16-row blocks, split inside a block */
     check_case(&S, HY_WFMT_Q8, 300, 1100, 1, 0, 0, 904);
     check_case(&S, HY_WFMT_Q4, 300, 1100, 1, 0, 0, 905);
-    printf("row groups and int8 blocks: 5 cases past one block, bit-identical to the reference\n");
+    /* the AMX int8 GEMM (matmul_amx.c): past one row block (128) and one column block (64
+     * groups), a partial last group, a partial last token block */
+    check_case(&S, HY_WFMT_Q8, 300, 2100, 40, 0, 0, 906);
+    check_case(&S, HY_WFMT_Q4, 300, 2100, 40, 0, 0, 907);
+    printf("row groups and int8 blocks: 7 cases past one block, bit-identical to the reference\n");
 }
 
 /* The activation quantizer: round trip within half a step, NaN/Inf poison only their group. */

@@ -88,6 +88,22 @@ static inline void ax_dpbf16ps(int c, int a, int b) {
         }
 }
 
+/* TDPBSSD: signed bytes of a times signed bytes of b, four per dword, summed into int32 c
+ * (wrapping, as the hardware) */
+static inline void ax_dpbssd(int c, int a, int b) {
+    const int M = ax_regs.rows[c], N = ax_regs.colsb[c] / 4, K = ax_regs.colsb[a] / 4;
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            uint32_t acc;
+            memcpy(&acc, ax_regs.t[c][m] + 4 * n, 4);
+            for (int k = 0; k < K; k++)
+                for (int i = 0; i < 4; i++)
+                    acc += (uint32_t)((int32_t)(int8_t)ax_regs.t[a][m][4 * k + i] *
+                                      (int32_t)(int8_t)ax_regs.t[b][k][4 * n + i]);
+            memcpy(ax_regs.t[c][m] + 4 * n, &acc, 4);
+        }
+}
+
 /* bf16 of b in elements 0..15, of a in 16..31 */
 static inline __m512bh ax_cvtne2ps_pbh(__m512 a, __m512 b) {
     const __m512i w[2] = {bf16r_bits(b), bf16r_bits(a)};
@@ -103,6 +119,7 @@ static inline __m512bh ax_cvtne2ps_pbh(__m512 a, __m512 b) {
 #undef _tile_loadd
 #undef _tile_stored
 #undef _tile_dpbf16ps
+#undef _tile_dpbssd
 #undef _mm512_cvtne2ps_pbh
 #define _tile_loadconfig ax_loadconfig
 #define _tile_release ax_release
@@ -110,6 +127,7 @@ static inline __m512bh ax_cvtne2ps_pbh(__m512 a, __m512 b) {
 #define _tile_loadd(i, base, stride) ax_loadd((i), (base), (size_t)(stride))
 #define _tile_stored(i, base, stride) ax_stored((i), (base), (size_t)(stride))
 #define _tile_dpbf16ps(c, a, b) ax_dpbf16ps((c), (a), (b))
+#define _tile_dpbssd(c, a, b) ax_dpbssd((c), (a), (b))
 #define _mm512_cvtne2ps_pbh ax_cvtne2ps_pbh
 
 #endif

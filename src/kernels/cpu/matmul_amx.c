@@ -19,12 +19,18 @@
  * One token takes fp32 FMAs in the tiles' order (amx_emu: tiles there slowed the 0.8B decode
  * to 0.95x), 2-32 the tile GEMV, more the GEMM (at 8 streams 0.75x of the GEMV).
  *
- * FP8G, Q8 and Q4 keep the Intel instance's exact sums (FP8G's would need the codes unscaled
- * against parts of x·scale; not done). With bf16 activations BF16G gets the same products as
- * the fp32 FMA chain of the other instances, summed in another order; FP8G gets weights bf16(fl32(e4m3·scale)),
- * the FP8 semantics of HY_ACT_BF16 (the other instances keep FP8G exact), and Q8 / Q4
- * bf16(fl32(fl32(d·h)·q)) (the others run their int8 path, bit-exact, either way: a W8A8 whose
- * per-group float steps bound it, ~0.35 TFLOP/s here). One core of this
+ * Q8 and Q4 from AMX_Q_MIN_T tokens on take int8 tiles (AMX-INT8, amx_qexact below): their
+ * integer sums are exact, so the results are the Intel instance's bit for bit, with either
+ * activation mode below HY_MATMUL_GEMM_MIN_T and with fp32 activations above. Measured against
+ * the build before (the Intel instance's vpdpbusd tiles), 2 threads, pp512: 0.8B q8 1.8x
+ * (388-408 -> 694-740 tok/s), q4 1.9-2.0x; 27B slice:4 q8 2.5x, q4 2.1x. FP8G keeps the Intel
+ * instance's exact sums: on tiles they would take the codes unscaled against three parts of
+ * x·scale, and the one-token decode the same order (tried: pp512 1.25x, decode 0.85x).
+ * With bf16 activations (from HY_MATMUL_GEMM_MIN_T tokens) BF16G gets the same products as the
+ * fp32 FMA chain of the other instances, summed in another order; FP8G gets weights
+ * bf16(fl32(e4m3·scale)), the FP8 semantics of HY_ACT_BF16 (the other instances keep FP8G
+ * exact), and Q8 / Q4 bf16(fl32(fl32(d·h)·q)) (the others run their int8 path, bit-exact,
+ * either way). One core of this
  * file's development machine (a Xeon under KVM): 3.7 TFLOP/s from registers against ~0.2 for
  * the fp32 FMAs.
  *
@@ -56,6 +62,8 @@
 #include <string.h>
 
 #if defined(__x86_64__) && !defined(HY_AVX512_EMU)
+
+#include <cpuid.h>
 
 #include "kernels/cpu/amx_begin.h"
 
@@ -703,6 +711,221 @@ static void amx_emu(const hy_mat *W, int T, const float *xf, int kp, int np, flo
 _Static_assert(AMX_EMU_NG == 4 && AMX_EMU_MAX_T == 4, "amx_emu's cases");
 _Static_assert(4 * AMX_STEP_BF16 + 2 * 4 * AMX_STEP_BF16 <= AMX_TAIL_BYTES, "amx_gemv's tails and FP8G steps");
 
+/* ---- Q8 / Q4 exact sums on int8 tiles (AMX-INT8) ----------------------------------------- */
+
+/* The int8 path's integer sums are exact, so TDPBSSD (signed bytes times signed bytes, int32
+ * sums) gives the very i_g of matmul.h's Q8 / Q4 semantics, whatever its order: a tile's 16
+ * tokens (A: their int8 activations of one group, 32 bytes each) times 16 rows (B: the group's
+ * record as signed q, 8 quads x 16 rows x 4: Q8's bytes 128 + q with their top bit flipped,
+ * Q4's nibbles 8 + q unpacked, minus 8), then the same float steps in the same order as the
+ * Intel instance's q_tile: acc = fma((float)i_g, fl32(h·s_x), acc) over the groups, y = acc·d.
+ * So results are bit-identical to every other kernel's. Blocking: every token quantized once
+ * per call into the scratch (kept across the row pieces of one matmul under HY_ACT_KEEP_X);
+ * rows in blocks of AMX_QMC whose weights of AMX_QKG groups, converted, stay in L2 while every
+ * 16-token block passes them, 16 accumulators per tile in registers over the block's groups,
+ * parked between column blocks. Tiles: C 0 / 1 (groups in turn), A 4 / 5, B 6 / 7. With the
+ * weights as stored (unsigned, TDPBSUD) each step also added the zero point's correction:
+ * one thread, T = 512, 0.8B shapes, 0.93x of this. */
+#define AMX_QMC 128 /* rows per row block (8 int8 blocks) */
+#define AMX_QKG 64  /* groups per column block: 128 rows x 2048 columns, 256 KiB of Q8 */
+_Static_assert(AMX_QMC % HY_Q_ROWS == 0 && AMX_QKG % 2 == 0, "int8 tile blocks");
+
+static void amx_config_q(void) {
+    amx_cfg c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    c.rows[0] = c.rows[1] = 16, c.colsb[0] = c.colsb[1] = 64; /* C: 16 tokens x 16 rows int32 */
+    c.rows[4] = c.rows[5] = 16, c.colsb[4] = c.colsb[5] = 32; /* A: 16 tokens x one group */
+    c.rows[6] = c.rows[7] = 8, c.colsb[6] = c.colsb[7] = 64;  /* B: 8 quads x 16 rows x 4 */
+    _tile_loadconfig(&c);
+}
+
+/* Where the int8 path's parts lie in the scratch past its header: Tp tokens' int8 activations
+ * (Kp apart), their scales and corrections ([token][group]), parked accumulators
+ * ([token][AMX_QMC]), Q4's unpacked records ([block][group][512]), two C tiles. */
+typedef struct amx_qbuf {
+    int8_t *xq;
+    float *sx;
+    int32_t *corr;
+    float *park;
+    unsigned char *rec;
+    int32_t *cb;
+} amx_qbuf;
+static size_t amx_qbuf_at(void *base, int Tp, int G, amx_qbuf *b) {
+    const size_t Kp = (size_t)G * HY_Q_GROUP, xq = (size_t)Tp * Kp, sg = (size_t)Tp * G * 4;
+    const size_t park = (size_t)Tp * AMX_QMC * 4, rec = (size_t)(AMX_QMC / HY_Q_ROWS) * AMX_QKG * 512;
+    unsigned char *p = base;
+    b->xq = (int8_t *)p;
+    b->sx = (float *)(p + xq);
+    b->corr = (int32_t *)(p + xq + sg);
+    b->park = (float *)(p + xq + 2 * sg);
+    b->rec = p + xq + 2 * sg + park;
+    b->cb = (int32_t *)(p + xq + 2 * sg + park + rec);
+    return xq + 2 * sg + park + rec + 2 * 1024;
+}
+
+/* Tokens [0, T) quantized as hy_quant_act_row (matmul_ref.c) bit for bit: the same largest
+ * magnitude, scale and reciprocal, round to nearest even, clamp; a group with a value that is
+ * not finite, or a partial one, by that routine itself (its corrections, for zero point 0,
+ * go to b->corr unread: signed weights need none). Rows up to Tp are zeros. */
+static void amx_quant_tokens(const float *x, size_t ldx, int T, int Tp, int K, const amx_qbuf *b) {
+    const int G = hy_q_groups(K);
+    const size_t Kp = (size_t)G * HY_Q_GROUP;
+    const __m512 zero = _mm512_setzero_ps();
+    for (int t = 0; t < Tp; t++) {
+        int8_t *q = b->xq + (size_t)t * Kp;
+        float *s = b->sx + (size_t)t * G;
+        int32_t *c = b->corr + (size_t)t * G;
+        if (t >= T) {
+            memset(q, 0, Kp);
+            memset(s, 0, (size_t)G * 4);
+            continue;
+        }
+        const float *xt = x + (size_t)t * ldx;
+        for (int g = 0; g < G; g++) {
+            const int k0 = g * HY_Q_GROUP;
+            if (K - k0 < HY_Q_GROUP) {
+                hy_quant_act_row(xt + k0, K - k0, 0, q + k0, s + g, c + g);
+                continue;
+            }
+            const __m512 v0 = _mm512_loadu_ps(xt + k0), v1 = _mm512_loadu_ps(xt + k0 + 16);
+            const __m512 chk = _mm512_add_ps(_mm512_mul_ps(v0, zero), _mm512_mul_ps(v1, zero));
+            if (_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q)) { /* inf or NaN */
+                hy_quant_act_row(xt + k0, HY_Q_GROUP, 0, q + k0, s + g, c + g);
+                continue;
+            }
+            const float a = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+            const float d = a / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+            const __m512i lim = _mm512_set1_epi32(127), nlim = _mm512_set1_epi32(-127);
+            const __m512 vid = _mm512_set1_ps(id);
+            const __m512i q0 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)), lim), nlim);
+            const __m512i q1 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid)), lim), nlim);
+            _mm_storeu_si128((__m128i *)(q + k0), _mm512_cvtepi32_epi8(q0));
+            _mm_storeu_si128((__m128i *)(q + k0 + 16), _mm512_cvtepi32_epi8(q1));
+            s[g] = d;
+        }
+    }
+}
+
+/* Groups [g0, g0 + ng) of blocks [b0, b0 + nb) as signed q in the tile layout: Q8's bytes
+ * 128 + q with the top bit flipped; Q4's record v: its low nibbles quad 2v, its high ones quad
+ * 2v + 1, each 8 + q minus 8. */
+static void amx_unpack_q(const hy_mat *W, int b0, int nb, int g0, int ng, unsigned char *dst) {
+    const bool q4 = W->fmt == HY_WFMT_Q4;
+    const __m512i lo = _mm512_set1_epi8(0x0f), top = _mm512_set1_epi8((char)0x80), eight = _mm512_set1_epi8(8);
+    for (int b = 0; b < nb; b++)
+        for (int g = 0; g < ng; g++) {
+            const unsigned char *r = hy_q_record(W, b0 + b, g0 + g);
+            unsigned char *d = dst + ((size_t)b * AMX_QKG + (size_t)g) * 512;
+            if (!q4) {
+                for (int v = 0; v < 8; v++)
+                    _mm512_storeu_si512(d + (size_t)v * 64, _mm512_xor_si512(_mm512_loadu_si512(r + (size_t)v * 64), top));
+                continue;
+            }
+            for (int v = 0; v < 4; v++) {
+                const __m512i w = _mm512_loadu_si512(r + (size_t)v * 64);
+                _mm512_storeu_si512(d + (size_t)(2 * v) * 64, _mm512_sub_epi8(_mm512_and_si512(w, lo), eight));
+                _mm512_storeu_si512(d + (size_t)(2 * v + 1) * 64,
+                                    _mm512_sub_epi8(_mm512_and_si512(_mm512_srli_epi16(w, 4), lo), eight));
+            }
+        }
+}
+
+/* acc[t] over group g, from C tile contents cb: q_tile's float step */
+static inline __attribute__((always_inline)) void amx_q_step(__m512 acc[16], const int32_t *cb, const uint16_t *h16,
+                                                              const float *sx, size_t G) {
+    const __m512 h = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h16));
+#pragma GCC unroll 16
+    for (int t = 0; t < 16; t++)
+        acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_loadu_si512(cb + 16 * t)),
+                                 _mm512_mul_ps(h, _mm512_set1_ps(sx[(size_t)t * G])), acc[t]);
+}
+
+/* One 16-token x 16-row tile over groups [g0, g1) of the block whose converted records start
+ * at rec (group g0's); acc in, acc out. */
+static inline __attribute__((always_inline)) void amx_q_tile(const hy_mat *W, int blk, const unsigned char *rec,
+                                                              const amx_qbuf *b, int t0, int G, int g0, int g1,
+                                                              __m512 acc[16]) {
+    const size_t Kp = (size_t)G * HY_Q_GROUP;
+    const int8_t *xa = b->xq + (size_t)t0 * Kp;
+    const float *sx = b->sx + (size_t)t0 * G;
+    const uint16_t *h0 = hy_q_gscale(W, blk, 0);
+    const size_t uh = hy_q_unit_bytes(W->fmt) / 2;
+#define AMX_Q_REC(g) (rec + (size_t)((g) - g0) * 512)
+#define AMX_Q_H(g) (h0 + (size_t)((g) / 2) * uh + (size_t)((g) % 2) * HY_Q_ROWS)
+    /* group g's C tile is stored right after its product, and its float step runs after the
+     * next group's product is issued: a C tile read back at once waited for the store (the
+     * tiles' int32 sums do not forward to vector loads), which held the tile at ~1/3 of this */
+    for (int g = g0; g < g1; g += 2) {
+        _tile_zero(0);
+        _tile_loadd(4, xa + (size_t)g * HY_Q_GROUP, Kp);
+        _tile_loadd(6, AMX_Q_REC(g), 64);
+        _tile_dpbssd(0, 4, 6);
+        _tile_stored(0, b->cb, 64);
+        if (g > g0) amx_q_step(acc, b->cb + 256, AMX_Q_H(g - 1), sx + g - 1, (size_t)G);
+        if (g + 1 == g1) {
+            amx_q_step(acc, b->cb, AMX_Q_H(g), sx + g, (size_t)G);
+            break;
+        }
+        _tile_zero(1);
+        _tile_loadd(5, xa + (size_t)(g + 1) * HY_Q_GROUP, Kp);
+        _tile_loadd(7, AMX_Q_REC(g + 1), 64);
+        _tile_dpbssd(1, 5, 7);
+        _tile_stored(1, b->cb + 256, 64);
+        amx_q_step(acc, b->cb, AMX_Q_H(g), sx + g, (size_t)G);
+        if (g + 2 == g1) amx_q_step(acc, b->cb + 256, AMX_Q_H(g + 1), sx + g + 1, (size_t)G);
+    }
+#undef AMX_Q_REC
+#undef AMX_Q_H
+}
+
+/* Rows [o0, o1) of a Q8 / Q4 W times T >= 16 tokens, the exact sums (above). packed: the
+ * scratch already holds these tokens quantized (HY_ACT_KEEP_X). Returns false,
+ * computing nothing, when the tokens do not fit the scratch. */
+static bool amx_qexact(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
+                       bool accumulate, bool packed, void *base) {
+    const int G = hy_q_groups(W->cols), Tp = (T + 15) / 16 * 16;
+    amx_qbuf b;
+    if (amx_qbuf_at(base, Tp, G, &b) > hy_mg_amx_scratch_bytes(W->cols)) return false;
+    if (!packed) amx_quant_tokens(x, ldx, T, Tp, W->cols, &b);
+    amx_config_q();
+    for (int rb = o0 / HY_Q_ROWS * HY_Q_ROWS; rb < o1; rb += AMX_QMC) {
+        const int re = rb + AMX_QMC < o1 ? rb + AMX_QMC : o1, nbk = (re - rb + HY_Q_ROWS - 1) / HY_Q_ROWS;
+        for (int g0 = 0; g0 < G; g0 += AMX_QKG) {
+            const int g1 = G - g0 < AMX_QKG ? G : g0 + AMX_QKG;
+            amx_unpack_q(W, rb / HY_Q_ROWS, nbk, g0, g1 - g0, b.rec);
+            for (int t0 = 0; t0 < T; t0 += 16)
+                for (int k = 0; k < nbk; k++) {
+                    const int blk = rb / HY_Q_ROWS + k, rlo = blk * HY_Q_ROWS;
+                    float *park = b.park + (size_t)t0 * AMX_QMC + (size_t)k * HY_Q_ROWS;
+                    __m512 acc[16];
+#pragma GCC unroll 16
+                    for (int t = 0; t < 16; t++)
+                        acc[t] = g0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(park + (size_t)t * AMX_QMC);
+                    amx_q_tile(W, blk, b.rec + (size_t)k * AMX_QKG * 512, &b, t0, G, g0, g1, acc);
+                    if (g1 < G) {
+#pragma GCC unroll 16
+                        for (int t = 0; t < 16; t++) _mm512_storeu_ps(park + (size_t)t * AMX_QMC, acc[t]);
+                        continue;
+                    }
+                    /* q_tile's end: y = acc·d, rows [o0, o1) only */
+                    const int a = o0 > rlo ? o0 - rlo : 0, e = o1 - rlo < HY_Q_ROWS ? o1 - rlo : HY_Q_ROWS;
+                    const __mmask16 m = (__mmask16)(((1u << e) - 1u) & ~((1u << a) - 1u));
+                    const __m512 d = _mm512_loadu_ps(W->scale + rlo);
+#pragma GCC unroll 16
+                    for (int t = 0; t < 16; t++) {
+                        if (t0 + t >= T) break;
+                        float *yt = y + (size_t)(t0 + t) * ldy + rlo;
+                        __m512 v = _mm512_mul_ps(acc[t], d);
+                        if (accumulate) v = _mm512_add_ps(_mm512_maskz_loadu_ps(m, yt), v);
+                        _mm512_mask_storeu_ps(yt, m, v);
+                    }
+                }
+        }
+    }
+    return true;
+}
+
 #include "kernels/cpu/amx_end.h"
 
 /* What the scratch's converted tokens hold (the AMX part of the scratch header, matmul_blk.h):
@@ -716,6 +939,7 @@ typedef enum amx_layout {
     AMX_X_GEMM3,    /* amx_pack_x's exact parts */
     AMX_X_EXACT,    /* amx_pack_exact's, bf16 (the tile GEMV) */
     AMX_X_EXACT_F32, /* amx_pack_exact's, their fp32 values (amx_emu) */
+    AMX_X_Q,         /* amx_quant_tokens' (Q8 and Q4) */
 } amx_layout;
 typedef struct amx_rec {
     const float *x;
@@ -788,16 +1012,28 @@ static void amx_exact(const hy_mat *W, int T, const float *x, size_t ldx, float 
     else amx_gemv(W, T, xs, kp, AMX_NP, y, ldy, o0, o1, accumulate, base);
 }
 
-static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
-                   bool accumulate, hy_act act, void *scratch) {
+/* Q8 / Q4 from this many tokens on take the int8 tiles (amx_qexact; bit-identical to the
+ * Intel instance's sums, which take fewer) */
+#define AMX_Q_MIN_T 16
+
+static inline __attribute__((always_inline)) void mm_amx_body(const bool I8, const hy_mat *W, int T, const float *x,
+                                                               size_t ldx, float *y, size_t ldy, int o0, int o1,
+                                                               bool accumulate, hy_act act, void *scratch) {
     amx_rec *rec = (amx_rec *)((unsigned char *)scratch + MM_HDR_SIMD_BYTES);
-    const bool fmt = W->fmt == HY_WFMT_BF16G || W->fmt == HY_WFMT_FP8G || W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4;
+    void *base = (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR;
+    const bool q = W->fmt == HY_WFMT_Q8 || W->fmt == HY_WFMT_Q4;
+    const bool fmt = W->fmt == HY_WFMT_BF16G || W->fmt == HY_WFMT_FP8G || q;
     if (fmt && HY_ACT_MODE(act) == HY_ACT_BF16 && T >= HY_MATMUL_GEMM_MIN_T) {
         if (o1 <= o0) return;
         const bool packed = amx_keep(scratch, act, &(amx_rec){x, ldx, T, W->cols, T <= MG_NB, AMX_X_GEMM, NULL, 0});
-        amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed, 1,
-                 (unsigned char *)scratch + HY_MATMUL_SCRATCH_HDR);
+        amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed, 1, base);
         return;
+    }
+    if (I8 && q && T >= AMX_Q_MIN_T) { /* the int8 semantics with either activation mode */
+        if (o1 <= o0) return;
+        const amx_rec now = {x, ldx, T, W->cols, 1, AMX_X_Q, NULL, 0};
+        if (amx_qexact(W, T, x, ldx, y, ldy, o0, o1, accumulate, amx_keep(scratch, act, &now), base)) return;
+        rec->valid = 0; /* did not fit: nothing quantized */
     }
     if ((W->fmt == HY_WFMT_BF16G || (W->fmt == HY_WFMT_FP8G && W->bs1 % AMX_KS == 0)) && hy_act_gemv_bf16(act, T)) {
         if (o1 > o0) amx_fast(W, T, x, ldx, y, ldy, o0, o1, accumulate, act, scratch);
@@ -811,7 +1047,29 @@ static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y,
     AMX_BASE()(W, T, x, ldx, y, ldy, o0, o1, accumulate, act, scratch);
 }
 
-hy_matmul_fn hy_matmul_avx512_amx(void) { return AMX_BASE() ? mm_amx : NULL; }
+static void mm_amx(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
+                   bool accumulate, hy_act act, void *scratch) {
+    mm_amx_body(false, W, T, x, ldx, y, ldy, o0, o1, accumulate, act, scratch);
+}
+static void mm_amx_i8(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
+                      bool accumulate, hy_act act, void *scratch) {
+    mm_amx_body(true, W, T, x, ldx, y, ldy, o0, o1, accumulate, act, scratch);
+}
+
+/* AMX-INT8 (leaf 7 EDX bit 25; its tile state is AMX-BF16's, which dispatch checks); the
+ * emulated tiles have it */
+static bool amx_int8_cpu(void) {
+#if defined(HY_AMX_EMU)
+    return true;
+#else
+    unsigned a, b, c, d;
+    if (__get_cpuid_max(0, NULL) < 7) return false;
+    __cpuid_count(7, 0, a, b, c, d);
+    return (d >> 25) & 1;
+#endif
+}
+
+hy_matmul_fn hy_matmul_avx512_amx(void) { return AMX_BASE() ? (amx_int8_cpu() ? mm_amx_i8 : mm_amx) : NULL; }
 
 #else
 hy_matmul_fn hy_matmul_avx512_amx(void) { return NULL; }
