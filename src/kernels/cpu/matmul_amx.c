@@ -19,9 +19,9 @@
  * One token takes fp32 FMAs in the tiles' order (amx_emu: tiles there slowed the 0.8B decode
  * to 0.95x), 2-32 the tile GEMV, more the GEMM (at 8 streams 0.75x of the GEMV).
  *
- * Q8 and Q4 from AMX_Q_MIN_T tokens on take int8 tiles (AMX-INT8, amx_qexact below): their
- * integer sums are exact, so the results are the Intel instance's bit for bit, with either
- * activation mode below HY_MATMUL_GEMM_MIN_T and with fp32 activations above. Measured against
+ * Q8 and Q4 from AMX_Q_MIN_T (32) tokens on take int8 tiles (AMX-INT8, amx_qexact below):
+ * their integer sums are exact, so the results are the Intel instance's bit for bit (fp32
+ * activations; bf16 ones take the tiles below as before). Measured against
  * the build before (the Intel instance's vpdpbusd tiles), 2 threads, pp512: 0.8B q8 1.8x
  * (388-408 -> 694-740 tok/s), q4 1.9-2.0x; 27B slice:4 q8 2.5x, q4 2.1x. FP8G keeps the Intel
  * instance's exact sums: on tiles they would take the codes unscaled against three parts of
@@ -854,8 +854,9 @@ static inline __attribute__((always_inline)) void amx_q_tile(const hy_mat *W, in
 #define AMX_Q_REC(g) (rec + (size_t)((g) - g0) * 512)
 #define AMX_Q_H(g) (h0 + (size_t)((g) / 2) * uh + (size_t)((g) % 2) * HY_Q_ROWS)
     /* group g's C tile is stored right after its product, and its float step runs after the
-     * next group's product is issued: a C tile read back at once waited for the store (the
-     * tiles' int32 sums do not forward to vector loads), which held the tile at ~1/3 of this */
+     * next group's product is issued: 1.05x reading each C tile back at once. 2 x 2 tiles per
+     * group (four products in flight, the accumulators in L1 instead of registers): 0.75x. One
+     * thread, 0.8B shapes, T = 512. */
     for (int g = g0; g < g1; g += 2) {
         _tile_zero(0);
         _tile_loadd(4, xa + (size_t)g * HY_Q_GROUP, Kp);
@@ -879,7 +880,7 @@ static inline __attribute__((always_inline)) void amx_q_tile(const hy_mat *W, in
 #undef AMX_Q_H
 }
 
-/* Rows [o0, o1) of a Q8 / Q4 W times T >= 16 tokens, the exact sums (above). packed: the
+/* Rows [o0, o1) of a Q8 / Q4 W times T tokens (padded to 16s), the exact sums (above). packed: the
  * scratch already holds these tokens quantized (HY_ACT_KEEP_X). Returns false,
  * computing nothing, when the tokens do not fit the scratch. */
 static bool amx_qexact(const hy_mat *W, int T, const float *x, size_t ldx, float *y, size_t ldy, int o0, int o1,
@@ -1013,8 +1014,9 @@ static void amx_exact(const hy_mat *W, int T, const float *x, size_t ldx, float 
 }
 
 /* Q8 / Q4 from this many tokens on take the int8 tiles (amx_qexact; bit-identical to the
- * Intel instance's sums, which take fewer) */
-#define AMX_Q_MIN_T 16
+ * Intel instance's sums, which take fewer). 0.8B q8 prefill, 2 threads, 3 rounds alternated
+ * against the Intel instance's: 16 tokens 0.97x, 24 0.94-0.97x, 32 1.07-1.13x, 64 1.4x. */
+#define AMX_Q_MIN_T 32
 
 static inline __attribute__((always_inline)) void mm_amx_body(const bool I8, const hy_mat *W, int T, const float *x,
                                                                size_t ldx, float *y, size_t ldy, int o0, int o1,
@@ -1029,7 +1031,7 @@ static inline __attribute__((always_inline)) void mm_amx_body(const bool I8, con
         amx_gemm(W, T, x, ldx, y, ldy, o0, o1, accumulate, packed, 1, base);
         return;
     }
-    if (I8 && q && T >= AMX_Q_MIN_T) { /* the int8 semantics with either activation mode */
+    if (I8 && q && T >= AMX_Q_MIN_T) { /* the int8 semantics (fp32 activations, or the fast decode's flag) */
         if (o1 <= o0) return;
         const amx_rec now = {x, ldx, T, W->cols, 1, AMX_X_Q, NULL, 0};
         if (amx_qexact(W, T, x, ldx, y, ldy, o0, o1, accumulate, amx_keep(scratch, act, &now), base)) return;
