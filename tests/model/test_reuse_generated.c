@@ -417,7 +417,12 @@ static void test_concurrent_conversations(void **st) {
            (unsigned long long)es.reuse_hits, (unsigned long long)es.reuse_hit_tokens,
            (unsigned long long)es.retained_evictions, resumed, worst);
     assert_true(worst <= TOL);
-    assert_true(es.reuse_hits >= 1);
+    /* Whether a turn resumes its own retained slot depends on the order the 3 slots free up,
+     * which timing decides: when a conversation's retention was the least recent, its next
+     * turn evicts another's, and so on down the line (a fresh-clone CI run under ctest -j2 saw
+     * 0 of 9 once; alone it is 2). The retained path itself is checked deterministically by
+     * the tests above; here, that turns reuse something (a retained slot or the prefix cache). */
+    assert_true(resumed >= 1);
     runner_stop(&on);
     runner_stop(&off);
 }
