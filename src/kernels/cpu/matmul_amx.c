@@ -741,8 +741,9 @@ static void amx_config_q(void) {
 }
 
 /* Where the int8 path's parts lie in the scratch past its header: Tp tokens' int8 activations
- * (Kp apart), their scales and corrections ([token][group]), parked accumulators
- * ([token][AMX_QMC]), Q4's unpacked records ([block][group][512]), two C tiles. */
+ * (Kp apart), their scales and hy_quant_act_row's corrections ([token][group]), parked
+ * accumulators ([token][AMX_QMC]), a row block's converted records ([block][group][512]), two
+ * C tiles. */
 typedef struct amx_qbuf {
     int8_t *xq;
     float *sx;
