@@ -259,6 +259,10 @@ hy_matmul_fn hy_matmul_avx512_intel(void);
  * and no vcvtneps2bf16; HY_ACT_BF16 keeps fp32 products of the rounded activations (as avx2),
  * HY_ACT_BF16_GEMV the exact sums. The layouts of the intel instance. */
 hy_matmul_fn hy_matmul_avx512_nobf16(void);
+/* hy_quant_act_row with those two instances' vectors, bit for bit (x86-64 builds only): the
+ * activations the AMX instance's int8 tiles take */
+void hy_quant_act_row_avx512_intel(const float *x, int cols, int zp, int8_t *xq, float *sx, int32_t *corr);
+void hy_quant_act_row_avx512_nobf16(const float *x, int cols, int zp, int8_t *xq, float *sx, int32_t *corr);
 /* hy_matmul_avx512_intel() with AMX tiles for BF16G, FP8G, Q8 and Q4 matrices with HY_ACT_BF16
  * and for BF16G and FP8G under HY_ACT_BF16_GEMV (matmul_amx.c, its header has the order). Only
  * for CPUs with AMX-BF16 whose OS granted the tile state (hy_cpu_amx_permit); NULL when this

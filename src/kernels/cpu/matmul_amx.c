@@ -74,8 +74,10 @@
  * no AVX-512 BF16 */
 #if defined(HY_AMX_EMU)
 #define AMX_BASE hy_matmul_avx512_nobf16
+#define AMX_QUANT hy_quant_act_row_avx512_nobf16
 #else
 #define AMX_BASE hy_matmul_avx512_intel
+#define AMX_QUANT hy_quant_act_row_avx512_intel
 #endif
 
 /* tiles: C (tokens 0-15 | 16-31) x (group 0 | 1) = 0 1 / 2 3, A (tokens) 4 5, B (groups) 6 7 */
@@ -765,46 +767,21 @@ static size_t amx_qbuf_at(void *base, int Tp, int G, amx_qbuf *b) {
     return xq + 2 * sg + park + rec + 2 * 1024;
 }
 
-/* Tokens [0, T) quantized as hy_quant_act_row (matmul_ref.c) bit for bit: the same largest
- * magnitude, scale and reciprocal, round to nearest even, clamp; a group with a value that is
- * not finite, or a partial one, by that routine itself (its corrections, for zero point 0,
- * go to b->corr unread: signed weights need none). Rows up to Tp are zeros. */
+/* Tokens [0, T) quantized by the base instance (hy_quant_act_row's values bit for bit; its
+ * corrections, for zero point 0, go to b->corr unread: signed weights need none); rows up to
+ * Tp are zeros. */
 static void amx_quant_tokens(const float *x, size_t ldx, int T, int Tp, int K, const amx_qbuf *b) {
     const int G = hy_q_groups(K);
     const size_t Kp = (size_t)G * HY_Q_GROUP;
-    const __m512 zero = _mm512_setzero_ps();
     for (int t = 0; t < Tp; t++) {
         int8_t *q = b->xq + (size_t)t * Kp;
         float *s = b->sx + (size_t)t * G;
-        int32_t *c = b->corr + (size_t)t * G;
-        if (t >= T) {
-            memset(q, 0, Kp);
-            memset(s, 0, (size_t)G * 4);
+        if (t < T) {
+            AMX_QUANT(x + (size_t)t * ldx, K, 0, q, s, b->corr + (size_t)t * G);
             continue;
         }
-        const float *xt = x + (size_t)t * ldx;
-        for (int g = 0; g < G; g++) {
-            const int k0 = g * HY_Q_GROUP;
-            if (K - k0 < HY_Q_GROUP) {
-                hy_quant_act_row(xt + k0, K - k0, 0, q + k0, s + g, c + g);
-                continue;
-            }
-            const __m512 v0 = _mm512_loadu_ps(xt + k0), v1 = _mm512_loadu_ps(xt + k0 + 16);
-            const __m512 chk = _mm512_add_ps(_mm512_mul_ps(v0, zero), _mm512_mul_ps(v1, zero));
-            if (_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q)) { /* inf or NaN */
-                hy_quant_act_row(xt + k0, HY_Q_GROUP, 0, q + k0, s + g, c + g);
-                continue;
-            }
-            const float a = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-            const float d = a / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
-            const __m512i lim = _mm512_set1_epi32(127), nlim = _mm512_set1_epi32(-127);
-            const __m512 vid = _mm512_set1_ps(id);
-            const __m512i q0 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)), lim), nlim);
-            const __m512i q1 = _mm512_max_epi32(_mm512_min_epi32(_mm512_cvtps_epi32(_mm512_mul_ps(v1, vid)), lim), nlim);
-            _mm_storeu_si128((__m128i *)(q + k0), _mm512_cvtepi32_epi8(q0));
-            _mm_storeu_si128((__m128i *)(q + k0 + 16), _mm512_cvtepi32_epi8(q1));
-            s[g] = d;
-        }
+        memset(q, 0, Kp);
+        memset(s, 0, (size_t)G * 4);
     }
 }
 

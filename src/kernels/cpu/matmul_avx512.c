@@ -268,6 +268,17 @@ static inline void vi_store_i8(int8_t *p, vi a) { _mm_storeu_si128((__m128i *)p,
 
 #include "kernels/cpu/matmul_simd.inc"
 
+/* The int8 path's activation quantizer of the Intel instances, for the AMX one (matmul.h) */
+#if defined(MM_AVX512_NOBF16)
+void hy_quant_act_row_avx512_nobf16(const float *x, int cols, int zp, int8_t *xq, float *sx, int32_t *corr) {
+    quant_act_row(x, cols, zp, xq, sx, corr);
+}
+#elif defined(MM_AVX512_INTEL)
+void hy_quant_act_row_avx512_intel(const float *x, int cols, int zp, int8_t *xq, float *sx, int32_t *corr) {
+    quant_act_row(x, cols, zp, xq, sx, corr);
+}
+#endif
+
 #include "kernels/cpu/avx512_end.h"
 
 #if defined(MM_AVX512_NOBF16)
