@@ -103,6 +103,14 @@ int hy_cli_ctx_opt(int argc, char **argv, int *i, hy_ctx_opts *o) {
         o->fast_decode = true;
         return 1;
     }
+    if (!strcmp(a, "--kv-type") && has_val) {
+        if (hy_kv_type_parse(argv[*i + 1], &o->kv_type)) {
+            fprintf(stderr, "hyla: --kv-type expects f32 or bf16, got '%s'\n", argv[*i + 1]);
+            return -1;
+        }
+        (*i)++;
+        return 1;
+    }
     if (!strcmp(a, "--mmap") || !strcmp(a, "--no-mmap")) {
         o->weights_res = a[2] == 'm' ? HY_WRES_MMAP : HY_WRES_COPY;
         return 1;

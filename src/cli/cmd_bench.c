@@ -1,6 +1,7 @@
 /*
  * `hyla bench -m DIR [-p 512[,N...]] [-n 128[,N...]] [-d 0[,D...]] [-t N] [-r R]
  *             [--weights auto|bf16|fp8|q8|q4] [--quantize-lm-head] [--quantize-gdn-ab] [--fast-prefill] [--fast-decode] [--[no-]mmap]
+ *             [--kv-type f32|bf16]
  *             [--isa auto] [--chunk N] [--bw-mib M] [--bw-every N] [--seed S] [--no-warmup]
  *             [--interleave] [--profile] [-o md|csv]`
  *
@@ -69,6 +70,7 @@ static void usage(FILE *f) {
             "  --quantize-gdn-ab   GDN in_proj_a / in_proj_b follow --weights too\n"
             "  --fast-prefill      bf16 activations in prefill matmuls\n"
             "  --fast-decode       bf16 activations in decode matmuls (bf16 / fp8: AMD AVX-512 BF16, AMX)\n"
+            "  --kv-type T         attention KV cache: f32 (default) | bf16\n"
             "  --mmap, --no-mmap   matrices used as stored: read from the mmap / always copied into memory\n"
             "                      (default: copied when they fit)\n"
             "  --isa NAME          CPU kernel tier: auto | ref | avx2 | avx512 (default auto: $HYLA_ISA or best)\n"
@@ -426,6 +428,7 @@ HY_CMD(bench) {
     bool warmup = true, fast_prefill = false, fast_decode = false, interleave = false, profile = false;
     unsigned quant_flags = 0;
     hy_wres res = HY_WRES_AUTO;
+    hy_kv_type kv_type = HY_KV_F32;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_val = i + 1 < argc;
@@ -467,6 +470,11 @@ HY_CMD(bench) {
             fast_decode = true;
         } else if (!strcmp(a, "--mmap") || !strcmp(a, "--no-mmap")) {
             res = a[2] == 'm' ? HY_WRES_MMAP : HY_WRES_COPY;
+        } else if (!strcmp(a, "--kv-type") && has_val) {
+            if (hy_kv_type_parse(argv[++i], &kv_type)) {
+                fprintf(stderr, "hyla bench: --kv-type expects f32 or bf16, got '%s'\n", argv[i]);
+                return 2;
+            }
         } else if (!strcmp(a, "--no-warmup")) {
             warmup = false;
         } else if (!strcmp(a, "--interleave")) {
@@ -530,8 +538,8 @@ HY_CMD(bench) {
     b.chunk = chunk;
     hy_ctx_opts o = {.n_threads = threads, .max_chunk = chunk, .isa = isa, .weights = (hy_wreq)wreq,
                      .quant_flags = quant_flags, .weights_res = res, .fast_prefill = fast_prefill,
-                     .fast_decode = fast_decode};
-    if (hy_ctx_create(&b.ctx, m, &o, &err) || hy_seq_create(&b.seq, m, (int)cap, &err)) goto fail;
+                     .fast_decode = fast_decode, .kv_type = kv_type};
+    if (hy_ctx_create(&b.ctx, m, &o, &err) || hy_seq_create_kv(&b.seq, m, (int)cap, hy_ctx_kv_type(b.ctx), &err)) goto fail;
     const hy_gdn_state *gs = hy_seq_gdn_state(b.seq);
     if (hy_gdn_state_create(&b.snap, gs->n_layers, &gs->d, gs->conv_kernel, &err)) goto fail;
     hy_ctx_costs(b.ctx, &b.costs);
@@ -566,13 +574,13 @@ HY_CMD(bench) {
     printf("%smodel: %s (%d layers, hidden %d, vocab %d)\n", pre, dir, m->hp.num_hidden_layers, m->hp.hidden_size, V);
     const hy_wres_used ru = hy_ctx_linears(b.ctx)->res;
     printf("%sweights: %s%s; decode streams %.3f GB/token (linears %.3f Gparams, lm_head %.3f Gparams); GDN state "
-           "%.2f MB; KV %.1f KiB/position\n",
+           "%.2f MB; KV %.1f KiB/position (%s)\n",
            pre, weights,
            ru == HY_WRES_USED_COPY   ? " (as-stored matrices copied into memory)"
            : ru == HY_WRES_USED_MMAP ? " (as-stored matrices read from the mmap)"
                                      : "",
            k->decode_weight_bytes / 1e9, k->linear_params / 1e9, k->lm_head_params / 1e9,
-           k->gdn_state_bytes / 1e6, k->kv_bytes_per_pos / 1024.0);
+           k->gdn_state_bytes / 1e6, k->kv_bytes_per_pos / 1024.0, hy_kv_type_name(kv_type));
     printf("%skernels: %s%s%s%s%s, %d threads, %d reps (+%s warm-up), chunk %d%s%s%s%s, bandwidth measured before every rep "
            "on %d MiB%s\n",
            pre, hy_ctx_isa(b.ctx), hy_ctx_tune(b.ctx)[0] ? " (" : "", hy_ctx_tune(b.ctx),

@@ -98,7 +98,7 @@ HY_CMD(logits) {
     if (hy_model_load(&m, dir, &err)) goto fail;
     o.n_threads = threads;
     o.max_chunk = chunk;
-    if (hy_ctx_create(&ctx, m, &o, &err) || hy_seq_create(&seq, m, n, &err)) goto fail;
+    if (hy_ctx_create(&ctx, m, &o, &err) || hy_seq_create_kv(&seq, m, n, hy_ctx_kv_type(ctx), &err)) goto fail;
     const size_t V = (size_t)m->hp.vocab_size, rows = all ? (size_t)n : 1;
     lg = malloc(rows * V * sizeof(float));
     if (!lg) {

@@ -124,7 +124,7 @@ HY_CMD(run) {
     if (chunk == 0) chunk = n < HY_DEFAULT_MAX_CHUNK ? n : HY_DEFAULT_MAX_CHUNK;
     o.n_threads = threads;
     o.max_chunk = chunk;
-    if (hy_ctx_create(&ctx, m, &o, &err) || hy_seq_create(&seq, m, n + (n_gen > 0 ? n_gen : 1), &err)) goto fail;
+    if (hy_ctx_create(&ctx, m, &o, &err) || hy_seq_create_kv(&seq, m, n + (n_gen > 0 ? n_gen : 1), hy_ctx_kv_type(ctx), &err)) goto fail;
     const int V = m->hp.vocab_size;
     lg = malloc((size_t)V * sizeof(float));
     if (!lg) {

@@ -28,7 +28,7 @@ struct hy_fwd_model {
 static int fm_seq_create(void *ctx, void **seq, hy_err *err) {
     hy_fwd_model *fm = ctx;
     hy_seq *s = NULL;
-    int rc = hy_seq_create(&s, fm->m, fm->max_model_len, err);
+    int rc = hy_seq_create_kv(&s, fm->m, fm->max_model_len, hy_ctx_kv_type(fm->ctx), err);
     *seq = s;
     return rc;
 }
@@ -47,7 +47,7 @@ static int fm_seq_copy(void *ctx, void *dst, const void *src, hy_err *err) {
     (void)ctx;
     hy_seq *d = dst;
     const hy_seq *s = src;
-    if (d->m != s->m || d->max_tokens < s->pos || d->kv->n_layers != s->kv->n_layers ||
+    if (d->m != s->m || d->max_tokens < s->pos || d->kv->n_layers != s->kv->n_layers || d->kv->type != s->kv->type ||
         d->kv->n_heads != s->kv->n_heads || d->kv->head_dim != s->kv->head_dim ||
         d->kv->max_tokens != s->kv->max_tokens || d->gdn->bytes != s->gdn->bytes)
         return hy_err_set(err, HY_E_INVALID, "seq_copy: sequences of different shapes");
@@ -144,11 +144,11 @@ int hy_fwd_model_create_opts(hy_fwd_model **out, const hy_model *m, const hy_ctx
         return rc;
     }
     hy_seq *probe = NULL; /* sizes of a snapshot (a 1-position sequence costs nothing) */
-    if ((rc = hy_seq_create(&probe, m, 1, err))) {
+    if ((rc = hy_seq_create_kv(&probe, m, 1, hy_ctx_kv_type(fm->ctx), err))) {
         hy_fwd_model_free(fm);
         return rc;
     }
-    fm->kv_row_bytes = hy_seq_kv_row_floats(probe) * sizeof(float);
+    fm->kv_row_bytes = hy_seq_kv_row_bytes(probe);
     fm->state_bytes = hy_seq_gdn_bytes(probe);
     hy_seq_free(probe);
     *out = fm;

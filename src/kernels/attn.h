@@ -19,6 +19,10 @@
  * threads. A row's result does not depend on which other rows share the call, on the thread
  * count or on how the prompt was split into calls (key blocks always start at position 0).
  *
+ * Keys and values are fp32 or, in a bf16 cache (memory/kv_cache.h), bf16 (kv_bf16): every
+ * variant widens a bf16 value to fp32 exactly as it loads it, so a call over a bf16 cache gives
+ * the same bits as the same call over an fp32 cache holding those values.
+ *
  * Numerics: fp32 throughout. The scalar form (cpu/attn_ref.c) is hy_ref_attn_head per row and
  * the oracle; SIMD forms differ from it by summation order, FMA and a ~1 ulp vector exp. The
  * SIMD scores are one fma chain per (row, key) over the dims in order, with the keys along the
@@ -29,6 +33,7 @@
 
 #include "base/cpu.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define HY_ATTN_KB 64   /* keys per block of the online softmax */
@@ -39,21 +44,22 @@ typedef struct hy_attn_args {
     size_t ldq_t, ldq_h;
     float *out;      /* output row (t, i) at out + t*ldo_t + i*ldo_h: dh floats (fully written) */
     size_t ldo_t, ldo_h;
-    const float *k;  /* keys (post-norm, post-RoPE) in blocks of HY_ATTN_KB positions, each transposed
+    const void *k;   /* keys (post-norm, post-RoPE) in blocks of HY_ATTN_KB positions, each transposed
                       * (memory/kv_cache.h's layout): position j's dim d at
-                      * k[(j / KB)·dh·KB + d·KB + j % KB] */
-    const float *v;  /* value of position j at v + j*ld (dh floats) */
-    size_t ld;
+                      * k[(j / KB)·dh·KB + d·KB + j % KB]; float, or uint16_t bf16 where kv_bf16 */
+    const void *v;   /* value of position j at v + j*ld (dh elements, as k's) */
+    size_t ld;       /* in elements */
+    bool kv_bf16;    /* k and v hold bf16 (the upper halves of fp32 values) */
     int nt, ng;      /* tokens, query heads sharing the KV head (rows = nt*ng) */
     int n_past;      /* token t sees keys [0, n_past + t] */
     int dh;          /* head dim */
     float scale;     /* score = (q·k)·scale */
 } hy_attn_args;
 
-/* The block of hy_attn_args.k holding key j (dim d of its keys at + d·HY_ATTN_KB) */
-static inline const float *hy_attn_key_block(const float *k, int j, int dh) {
-    return k + (size_t)(j / HY_ATTN_KB) * (size_t)dh * HY_ATTN_KB;
-}
+/* The index in hy_attn_args.k of the block holding key j (dim d of its keys at + d·HY_ATTN_KB) */
+static inline size_t hy_attn_key_block_at(int j, int dh) { return (size_t)(j / HY_ATTN_KB) * (size_t)dh * HY_ATTN_KB; }
+/* ... and that block, for fp32 keys */
+static inline const float *hy_attn_key_block(const float *k, int j, int dh) { return k + hy_attn_key_block_at(j, dh); }
 
 /* Floats of per-call scratch for `rows` = nt*ng query rows (same for every variant). */
 size_t hy_attn_work_floats(int rows);

@@ -7,14 +7,27 @@
 #include <string.h>
 #include <sys/mman.h>
 
-static float *map_zero(size_t bytes) {
+const char *hy_kv_type_name(hy_kv_type t) { return t == HY_KV_BF16 ? "bf16" : "f32"; }
+
+int hy_kv_type_parse(const char *s, hy_kv_type *out) {
+    if (!s) return -1;
+    if (!strcmp(s, "f32") || !strcmp(s, "fp32")) *out = HY_KV_F32;
+    else if (!strcmp(s, "bf16")) *out = HY_KV_BF16;
+    else return -1;
+    return 0;
+}
+
+static void *map_zero(size_t bytes) {
     if (bytes == 0) return NULL;
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
-int hy_kv_cache_create(hy_kv_cache **out, int n_layers, int max_tokens, int n_heads, int head_dim, hy_err *err) {
+int hy_kv_cache_create(hy_kv_cache **out, int n_layers, int max_tokens, int n_heads, int head_dim, hy_kv_type type,
+                       hy_err *err) {
     *out = NULL;
+    if (type != HY_KV_F32 && type != HY_KV_BF16) return hy_err_set(err, HY_E_INVALID, "kv cache: unknown type %d", (int)type);
+    const size_t es = type == HY_KV_BF16 ? 2 : 4;
     if (n_layers < 0 || max_tokens < 1 || n_heads < 1 || head_dim < 1)
         return hy_err_set(err, HY_E_INVALID, "kv cache: bad sizes (layers %d, max_tokens %d, heads %d, head_dim %d)",
                           n_layers, max_tokens, n_heads, head_dim);
@@ -22,14 +35,16 @@ int hy_kv_cache_create(hy_kv_cache **out, int n_layers, int max_tokens, int n_he
         return hy_err_set(err, HY_E_NOMEM, "kv cache: %d tokens x %d heads x %d dims overflows", max_tokens, n_heads,
                           head_dim);
     const int n_blocks = (max_tokens + HY_KV_BLOCK - 1) / HY_KV_BLOCK;
-    /* floats of k (and of v): layers x heads x whole blocks x head_dim */
+    /* elements of k (and of v): layers x heads x whole blocks x head_dim */
     size_t per = (size_t)n_layers * (size_t)n_heads * (size_t)n_blocks * HY_KV_BLOCK;
-    if (per && (size_t)head_dim > SIZE_MAX / sizeof(float) / per)
+    if (per && (size_t)head_dim > SIZE_MAX / es / per)
         return hy_err_set(err, HY_E_NOMEM, "kv cache: %d layers x %d tokens x %d heads x %d dims overflows", n_layers,
                           max_tokens, n_heads, head_dim);
-    size_t bytes = per * (size_t)head_dim * sizeof(float);
+    size_t bytes = per * (size_t)head_dim * es;
     hy_kv_cache *kv = calloc(1, sizeof *kv);
     if (!kv) return hy_err_set(err, HY_E_NOMEM, "kv cache: out of memory");
+    kv->type = type;
+    kv->es = es;
     kv->n_layers = n_layers;
     kv->max_tokens = max_tokens;
     kv->n_heads = n_heads;
@@ -57,19 +72,76 @@ void hy_kv_cache_free(hy_kv_cache *kv) {
     free(kv);
 }
 
+/* nearest-even bf16 of x (NaN stays NaN, quieted) */
+static uint16_t to_bf16(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+static float from_bf16(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+static void put_elem(const hy_kv_cache *kv, void *base, size_t i, float x) {
+    if (kv->type == HY_KV_BF16) ((uint16_t *)base)[i] = to_bf16(x);
+    else ((float *)base)[i] = x;
+}
+static float get_elem(const hy_kv_cache *kv, const void *base, size_t i) {
+    return kv->type == HY_KV_BF16 ? from_bf16(((const uint16_t *)base)[i]) : ((const float *)base)[i];
+}
+/* the element index of position pos's key dim 0 in its head's key blocks (dim d: + d * HY_KV_BLOCK) */
+static size_t kcol(const hy_kv_cache *kv, int pos) {
+    return (size_t)(pos / HY_KV_BLOCK) * (size_t)kv->head_dim * HY_KV_BLOCK + (size_t)(pos % HY_KV_BLOCK);
+}
+
 void hy_kv_cache_put(const hy_kv_cache *kv, int layer, int head, int pos, const float *k, const float *v) {
     const int dh = kv->head_dim;
-    float *kb = hy_kv_cache_kcol(kv, layer, head, pos);
-    for (int d = 0; d < dh; d++) kb[(size_t)d * HY_KV_BLOCK] = k[d];
-    memcpy(hy_kv_cache_vh(kv, layer, head) + (size_t)pos * (size_t)dh, v, (size_t)dh * sizeof(float));
+    void *kt = hy_kv_cache_kt(kv, layer, head), *vh = hy_kv_cache_vh(kv, layer, head);
+    const size_t kc = kcol(kv, pos), vr = (size_t)pos * (size_t)dh;
+    if (kv->type == HY_KV_F32) {
+        float *kb = (float *)kt + kc;
+        for (int d = 0; d < dh; d++) kb[(size_t)d * HY_KV_BLOCK] = k[d];
+        memcpy((float *)vh + vr, v, (size_t)dh * sizeof(float));
+        return;
+    }
+    for (int d = 0; d < dh; d++) {
+        put_elem(kv, kt, kc + (size_t)d * HY_KV_BLOCK, k[d]);
+        put_elem(kv, vh, vr + (size_t)d, v[d]);
+    }
 }
 
 void hy_kv_cache_get_pos(const hy_kv_cache *kv, int layer, int pos, float *k, float *v) {
     const int dh = kv->head_dim;
+    const size_t kc = kcol(kv, pos), vr = (size_t)pos * (size_t)dh;
     for (int h = 0; h < kv->n_heads; h++) {
-        const float *kb = hy_kv_cache_kcol(kv, layer, h, pos);
-        for (int d = 0; d < dh; d++) k[(size_t)h * dh + d] = kb[(size_t)d * HY_KV_BLOCK];
-        memcpy(v + (size_t)h * dh, hy_kv_cache_vh(kv, layer, h) + (size_t)pos * (size_t)dh, (size_t)dh * sizeof(float));
+        const void *kt = hy_kv_cache_kt(kv, layer, h), *vh = hy_kv_cache_vh(kv, layer, h);
+        for (int d = 0; d < dh; d++) {
+            k[(size_t)h * dh + d] = get_elem(kv, kt, kc + (size_t)d * HY_KV_BLOCK);
+            v[(size_t)h * dh + d] = get_elem(kv, vh, vr + (size_t)d);
+        }
+    }
+}
+
+void hy_kv_cache_read_pos(const hy_kv_cache *kv, int layer, int pos, void *k, void *v) {
+    const size_t dh = (size_t)kv->head_dim, es = kv->es, kc = kcol(kv, pos), vr = (size_t)pos * dh;
+    for (int h = 0; h < kv->n_heads; h++) {
+        const char *kt = hy_kv_cache_kt(kv, layer, h), *vh = hy_kv_cache_vh(kv, layer, h);
+        char *kd = (char *)k + (size_t)h * dh * es;
+        for (size_t d = 0; d < dh; d++) memcpy(kd + d * es, kt + (kc + d * HY_KV_BLOCK) * es, es);
+        memcpy((char *)v + (size_t)h * dh * es, vh + vr * es, dh * es);
+    }
+}
+
+void hy_kv_cache_write_pos(const hy_kv_cache *kv, int layer, int pos, const void *k, const void *v) {
+    const size_t dh = (size_t)kv->head_dim, es = kv->es, kc = kcol(kv, pos), vr = (size_t)pos * dh;
+    for (int h = 0; h < kv->n_heads; h++) {
+        char *kt = hy_kv_cache_kt(kv, layer, h), *vh = hy_kv_cache_vh(kv, layer, h);
+        const char *ks = (const char *)k + (size_t)h * dh * es;
+        for (size_t d = 0; d < dh; d++) memcpy(kt + (kc + d * HY_KV_BLOCK) * es, ks + d * es, es);
+        memcpy(vh + vr * es, (const char *)v + (size_t)h * dh * es, dh * es);
     }
 }
 
@@ -80,11 +152,11 @@ void hy_kv_cache_set_pos(const hy_kv_cache *kv, int layer, int pos, const float 
 
 void hy_kv_cache_copy(hy_kv_cache *dst, const hy_kv_cache *src, int n) {
     if (n <= 0) return;
-    const size_t dh = (size_t)src->head_dim, nb = (size_t)(n + HY_KV_BLOCK - 1) / HY_KV_BLOCK;
+    const size_t dh = (size_t)src->head_dim, nb = (size_t)(n + HY_KV_BLOCK - 1) / HY_KV_BLOCK, es = src->es;
     for (int l = 0; l < src->n_layers; l++)
         for (int h = 0; h < src->n_heads; h++) {
             /* whole key blocks (a partial block's later columns are scored but masked: never weighted) */
-            memcpy(hy_kv_cache_kt(dst, l, h), hy_kv_cache_kt(src, l, h), nb * dh * HY_KV_BLOCK * sizeof(float));
-            memcpy(hy_kv_cache_vh(dst, l, h), hy_kv_cache_vh(src, l, h), (size_t)n * dh * sizeof(float));
+            memcpy(hy_kv_cache_kt(dst, l, h), hy_kv_cache_kt(src, l, h), nb * dh * HY_KV_BLOCK * es);
+            memcpy(hy_kv_cache_vh(dst, l, h), hy_kv_cache_vh(src, l, h), (size_t)n * dh * es);
         }
 }

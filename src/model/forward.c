@@ -202,6 +202,11 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     c->n_threads = n_threads;
     c->ops = &c->kern.ops;
     c->gdn = c->kern.gdn;
+    c->kv_type = opts ? opts->kv_type : HY_KV_F32;
+    if (c->kv_type != HY_KV_F32 && c->kv_type != HY_KV_BF16) {
+        hy_ctx_free(c);
+        return hy_err_set(err, HY_E_INVALID, "forward: unknown KV cache type %d", (int)opts->kv_type);
+    }
     c->act = (hy_act)((opts && opts->fast_prefill ? HY_ACT_BF16 : HY_ACT_F32) |
                       (opts && opts->fast_decode ? HY_ACT_BF16_GEMV : 0));
     if ((rc = hy_threadpool_create(&c->tp, n_threads, err))) {
@@ -372,12 +377,17 @@ size_t hy_ctx_bytes(const hy_ctx *c) {
 const char *hy_ctx_isa(const hy_ctx *c) { return hy_isa_name(c->kern.isa); }
 const char *hy_ctx_tune(const hy_ctx *c) { return c->kern.tune ? c->kern.tune : ""; }
 bool hy_ctx_amx(const hy_ctx *c) { return c->kern.amx; }
+hy_kv_type hy_ctx_kv_type(const hy_ctx *c) { return c->kv_type; }
 
 const hy_linears *hy_ctx_linears(const hy_ctx *c) { return &c->lin; }
 
 /* ---------------------------------------------------------------- sequences */
 
 int hy_seq_create(hy_seq **out, const hy_model *m, int max_tokens, hy_err *err) {
+    return hy_seq_create_kv(out, m, max_tokens, HY_KV_F32, err);
+}
+
+int hy_seq_create_kv(hy_seq **out, const hy_model *m, int max_tokens, hy_kv_type kv_type, hy_err *err) {
     *out = NULL;
     hy_fwd_dims d;
     int rc = dims_from_hparams(&m->hp, &d, err);
@@ -392,7 +402,7 @@ int hy_seq_create(hy_seq **out, const hy_model *m, int max_tokens, hy_err *err) 
     if (!s) return hy_err_set(err, HY_E_NOMEM, "sequence: out of memory");
     s->m = m;
     s->max_tokens = max_tokens;
-    if ((rc = hy_kv_cache_create(&s->kv, n_attn, max_tokens, n_attn ? d.Hkv : 1, n_attn ? d.Dh : 1, err))) {
+    if ((rc = hy_kv_cache_create(&s->kv, n_attn, max_tokens, n_attn ? d.Hkv : 1, n_attn ? d.Dh : 1, kv_type, err))) {
         hy_seq_free(s);
         return hy_err_wrap(err, "sequence");
     }

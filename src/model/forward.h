@@ -55,6 +55,8 @@ typedef struct hy_ctx_opts {
                              steps and steps of up to HY_MATMUL_GEMV_MAX_T tokens, batched or not; where
                              the kernels have it (kernels/matmul.h: bf16 / fp8 on AMD AVX-512 BF16 and
                              on Intel with AMX) */
+    hy_kv_type kv_type;   /* element type of the KV caches of sequences made for this context
+                             (hy_ctx_kv_type; memory/kv_cache.h): HY_KV_F32 (0) or HY_KV_BF16 */
 } hy_ctx_opts;
 
 /* Validates the model (shapes, dtypes: matrices F32/BF16/F16 used in place, F8_E4M3 with
@@ -72,11 +74,15 @@ const char *hy_ctx_tune(const hy_ctx *ctx);
 /* Whether that instance multiplies bf16 row groups by bf16 activations on AMX tiles
  * (hy_matmul_avx512_amx: fast prefill only). */
 bool hy_ctx_amx(const hy_ctx *ctx);
+/* hy_ctx_opts.kv_type: what callers pass to hy_seq_create_kv for this context's sequences */
+hy_kv_type hy_ctx_kv_type(const hy_ctx *ctx);
 /* The matrices as the forward pass reads them, with per-class byte counts (->cls). */
 const hy_linears *hy_ctx_linears(const hy_ctx *ctx);
 
-/* A sequence able to hold max_tokens positions. Starts empty. */
+/* A sequence able to hold max_tokens positions. Starts empty. Its KV cache is fp32; _kv: of
+ * the given element type (memory/kv_cache.h). */
 int hy_seq_create(hy_seq **out, const hy_model *m, int max_tokens, hy_err *err);
+int hy_seq_create_kv(hy_seq **out, const hy_model *m, int max_tokens, hy_kv_type kv_type, hy_err *err);
 void hy_seq_free(hy_seq *s);
 /* Back to an empty sequence (GDN state zeroed, position 0). */
 void hy_seq_reset(hy_seq *s);
@@ -102,7 +108,8 @@ typedef struct hy_fwd_costs {
     uint64_t lm_head_params;      /* vocab x hidden */
     uint64_t gdn_state_bytes;     /* recurrent + conv state of all GDN layers (a decode token reads
                                      and writes each once) */
-    uint64_t kv_bytes_per_pos;    /* K + V of one position over all attention layers */
+    uint64_t kv_bytes_per_pos;    /* K + V of one position over all attention layers, in the
+                                     context's KV type (hy_ctx_kv_type) */
     uint64_t attn_flops_per_key;  /* per (query token, visible key) over all attention layers:
                                      2 x 2 x num_attention_heads x head_dim x n_attn_layers */
 } hy_fwd_costs;

@@ -58,6 +58,7 @@ struct hy_ctx {
     hy_tensor embed;        /* embed_tokens as looked up: a tied lm_head's copy (lin) when there is one,
                                so the rows are not read back into memory from the mmap too */
     hy_act act;             /* activations of prefill matmuls */
+    hy_kv_type kv_type;     /* of the sequences made for it (hy_ctx_opts.kv_type) */
     unsigned char *mm_scratch; /* [nth][mm_scratch_bytes] matmul scratch */
     size_t mm_scratch_bytes;
     hy_threadpool *tp;

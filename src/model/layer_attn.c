@@ -83,6 +83,7 @@ void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
         a.out = c->a_out + ta * o_w + (size_t)g * group * Dh;
         a.k = hy_kv_cache_kt(kv, L->slot, g);
         a.v = hy_kv_cache_vh(kv, L->slot, g);
+        a.kv_bf16 = kv->type == HY_KV_BF16;
         kern->gqa(&a, work);
         for (int t = 0; t < a.nt; t++)
             for (int i = 0; i < group; i++) {

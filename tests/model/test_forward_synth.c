@@ -16,6 +16,7 @@
 #include "synth_model.h"
 #include "test_util.h"
 
+#include <math.h>
 #include <stdio.h>
 
 #define TOL_F32 2e-4 /* fp32 engine vs double reference on a 4-layer model */
@@ -39,14 +40,14 @@ static int32_t *make_ids(int n, int vocab, uint64_t seed) {
 
 /* Runs the engine over ids in calls of the given sizes (sum = n), logits of every position;
  * res: whether matrices used as stored are copied or read in place. */
-static float *engine_run_res(const hy_model *m, const int32_t *ids, int n, const int *splits, int n_splits,
-                             int threads, int max_chunk, hy_wres res) {
+static float *engine_run_kv(const hy_model *m, const int32_t *ids, int n, const int *splits, int n_splits,
+                            int threads, int max_chunk, hy_wres res, hy_kv_type kv) {
     hy_ctx *ctx = NULL;
     hy_seq *seq = NULL;
     hy_err err;
-    hy_ctx_opts o = {.n_threads = threads, .max_chunk = max_chunk, .isa = g_isa, .weights_res = res};
+    hy_ctx_opts o = {.n_threads = threads, .max_chunk = max_chunk, .isa = g_isa, .weights_res = res, .kv_type = kv};
     assert_int_equal(hy_ctx_create(&ctx, m, &o, &err), 0);
-    assert_int_equal(hy_seq_create(&seq, m, n + 4, &err), 0);
+    assert_int_equal(hy_seq_create_kv(&seq, m, n + 4, hy_ctx_kv_type(ctx), &err), 0);
     int V = m->hp.vocab_size;
     float *lg = malloc(sizeof(float) * (size_t)n * V);
     int done = 0;
@@ -61,6 +62,11 @@ static float *engine_run_res(const hy_model *m, const int32_t *ids, int n, const
     hy_seq_free(seq);
     hy_ctx_free(ctx);
     return lg;
+}
+
+static float *engine_run_res(const hy_model *m, const int32_t *ids, int n, const int *splits, int n_splits,
+                             int threads, int max_chunk, hy_wres res) {
+    return engine_run_kv(m, ids, n, splits, n_splits, threads, max_chunk, res, HY_KV_F32);
 }
 
 static float *engine_run(const hy_model *m, const int32_t *ids, int n, const int *splits, int n_splits, int threads,
@@ -276,6 +282,73 @@ static void test_invariance_and_threads(void **st) {
     synth_free(s);
 }
 
+/* A bf16 KV cache: K and V rounded to bf16 as they are stored (memory/kv_cache.h).
+ * - Against the fp32 cache only that rounding moves the logits (measured 7.8e-3 with GDN layers,
+ *   1.2e-2 attention-only, logits up to 3.8; KV_BF16_TOL).
+ * - Every read of the cache sees the stored values, however the prompt is split. On an
+ *   attention-only model (no GDN chunk grid to move) a split, token by token and 64-token steps
+ *   therefore give the same bits as one call, as with the fp32 cache. With GDN layers the
+ *   splits' last-bit differences (TOL_SPLIT) can flip a K or V element's rounding, a step of
+ *   2^-8 of it, so they stay within KV_BF16_SPLIT_TOL (measured up to 2.2e-4) instead.
+ * - Threads 1/2: bit-identical.
+ * - The cache's bytes are half the fp32 one's. */
+#define KV_BF16_TOL 2e-2
+#define KV_BF16_SPLIT_TOL 2e-3
+static void kv_bf16_splits(const synth_cfg *c, bool exact) {
+    synth_model *s = synth_create(c);
+    const int n = 129;
+    const size_t nv = (size_t)n * c->vocab;
+    int32_t *ids = make_ids(n, c->vocab, 13);
+    int one[1] = {n};
+    static const int sp[] = {1, 62, 66};
+    float *f32 = engine_run(&s->m, ids, n, one, 1, 1, 0);
+    float *base = engine_run_kv(&s->m, ids, n, one, 1, 1, 0, HY_WRES_AUTO, HY_KV_BF16);
+    double e = hy_test_max_abs_diff(base, f32, nv), amax = 0.0;
+    for (size_t i = 0; i < nv; i++) amax = fabs((double)f32[i]) > amax ? fabs((double)f32[i]) : amax;
+    printf("%s: bf16 KV vs f32 KV max|d| = %.3g (logits up to %.3g)\n", c->layer_pattern, e, amax);
+    assert_true(e > 0.0); /* the cache did round */
+    assert_true(e <= KV_BF16_TOL);
+    int *tok = malloc(sizeof(int) * n);
+    for (int i = 0; i < n; i++) tok[i] = 1;
+    float *run[3] = {engine_run_kv(&s->m, ids, n, sp, 3, 1, 0, HY_WRES_AUTO, HY_KV_BF16),
+                     engine_run_kv(&s->m, ids, n, one, 1, 1, 64, HY_WRES_AUTO, HY_KV_BF16),
+                     engine_run_kv(&s->m, ids, n, tok, n, 1, 0, HY_WRES_AUTO, HY_KV_BF16)};
+    static const char *name[3] = {"split 1+62+66", "64-token steps", "token by token"};
+    for (int r = 0; r < 3; r++) {
+        e = hy_test_max_abs_diff(base, run[r], nv);
+        printf("%s: bf16 KV %s vs one call max|d| = %.3g\n", c->layer_pattern, name[r], e);
+        if (exact) assert_memory_equal(base, run[r], nv * sizeof(float));
+        else assert_true(e <= KV_BF16_SPLIT_TOL);
+    }
+    float *lg = engine_run_kv(&s->m, ids, n, one, 1, 2, 0, HY_WRES_AUTO, HY_KV_BF16);
+    assert_memory_equal(base, lg, nv * sizeof(float));
+    free(lg);
+    lg = engine_run_kv(&s->m, ids, n, tok, n, 2, 0, HY_WRES_AUTO, HY_KV_BF16);
+    assert_memory_equal(run[2], lg, nv * sizeof(float));
+    free(lg);
+    for (int r = 0; r < 3; r++) free(run[r]);
+    free(tok); free(f32); free(base); free(ids);
+    synth_free(s);
+}
+
+static void test_kv_bf16(void **st) {
+    (void)st;
+    synth_cfg c = synth_default_cfg();
+    kv_bf16_splits(&c, false);
+    c.layer_pattern = "aaaa";
+    kv_bf16_splits(&c, true);
+    synth_model *s = synth_create(&c);
+    hy_seq *s32 = NULL, *s16 = NULL;
+    hy_err err;
+    assert_int_equal(hy_seq_create_kv(&s32, &s->m, 1000, HY_KV_F32, &err), 0);
+    assert_int_equal(hy_seq_create_kv(&s16, &s->m, 1000, HY_KV_BF16, &err), 0);
+    assert_int_equal(2 * hy_seq_kv_cache(s16)->bytes, hy_seq_kv_cache(s32)->bytes);
+    assert_int_equal(2 * hy_seq_bytes(s16) - hy_seq_gdn_state(s16)->bytes, hy_seq_bytes(s32));
+    hy_seq_free(s32);
+    hy_seq_free(s16);
+    synth_free(s);
+}
+
 /* The decode profile (hy_ctx_profile_*): only 1-token steps count, every matrix byte of a
  * step is counted once in the phase of its role, the phases fit in the step time, and the
  * values are those of a run without it. */
@@ -425,6 +498,7 @@ int main(void) {
         cmocka_unit_test(test_invariance_and_threads),
         cmocka_unit_test(test_reset_and_last),
         cmocka_unit_test(test_decode_profile),
+        cmocka_unit_test(test_kv_bf16),
         cmocka_unit_test(test_bad_input),
     };
     const char *tiers[8];

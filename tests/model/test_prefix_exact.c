@@ -101,10 +101,14 @@ typedef struct budget {
     size_t kv, state;
 } budget;
 
+/* The KV cache type of the runners (test_exact_extend_kv_bf16 sets bf16) */
+static hy_kv_type g_kv = HY_KV_F32;
+
 static void runner_start(runner *R, bool cache, const budget *b) {
     memset(R, 0, sizeof *R);
     hy_err err = {0};
-    assert_int_equal(hy_fwd_model_create(&R->fm, g_model, 1, 0, MAX_LEN, &err), 0);
+    const hy_ctx_opts o = {.n_threads = 1, .kv_type = g_kv};
+    assert_int_equal(hy_fwd_model_create_opts(&R->fm, g_model, &o, MAX_LEN, &err), 0);
     hy_engine_model mv;
     hy_fwd_model_vtable(R->fm, &mv);
     R->rec.n_vocab = mv.n_vocab;
@@ -313,6 +317,15 @@ static void test_exact_extend(void **st) {
     }
 }
 
+/* (a), (b) and the tiny budgets with a bf16 KV cache: the prefix cache keeps its blocks as bf16
+ * rows then (hy_seq_kv_row_bytes), copies of the cache's bits, so restored positions give the
+ * bits of computed ones here too. */
+static void test_exact_extend_kv_bf16(void **st) {
+    g_kv = HY_KV_BF16;
+    test_exact_extend(st);
+    g_kv = HY_KV_F32;
+}
+
 static void test_exact_chat(void **st) {
     (void)st;
     for (int pass = 0; pass < 2; pass++) {
@@ -492,6 +505,7 @@ static void test_property_random(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_extend),
+        cmocka_unit_test(test_exact_extend_kv_bf16),
         cmocka_unit_test(test_exact_chat),
         cmocka_unit_test(test_exact_concurrent_shared),
         cmocka_unit_test(test_isolation_cancel),

@@ -18,10 +18,12 @@ size_t hy_attn_work_floats(int rows) {
 void hy_attn_gqa_ref(const hy_attn_args *a, float *work) {
     (void)work;
     for (int t = 0; t < a->nt; t++)
-        for (int i = 0; i < a->ng; i++)
-            hy_ref_attn_head(a->q + (size_t)t * a->ldq_t + (size_t)i * a->ldq_h, a->k, a->v, a->ld,
-                             a->n_past + t + 1, a->dh, a->scale,
-                             a->out + (size_t)t * a->ldo_t + (size_t)i * a->ldo_h);
+        for (int i = 0; i < a->ng; i++) {
+            const float *q = a->q + (size_t)t * a->ldq_t + (size_t)i * a->ldq_h;
+            float *out = a->out + (size_t)t * a->ldo_t + (size_t)i * a->ldo_h;
+            if (a->kv_bf16) hy_ref_attn_head_bf16(q, a->k, a->v, a->ld, a->n_past + t + 1, a->dh, a->scale, out);
+            else hy_ref_attn_head(q, a->k, a->v, a->ld, a->n_past + t + 1, a->dh, a->scale, out);
+        }
 }
 
 static const hy_attn_ops k_attn_ref = {.name = "ref", .gqa = hy_attn_gqa_ref};

@@ -71,22 +71,31 @@ void hy_ref_matmul(const hy_tensor *W, int T, const float *x, size_t ldx, float 
     }
 }
 
+/* Element i of a key or value array: fp32, or bf16 widened exactly (the upper half of an fp32) */
+static inline float kv_at(const void *p, size_t i, bool bf16) {
+    if (!bf16) return ((const float *)p)[i];
+    const uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
 /* Keys are visited in their blocks of HY_ATTN_KB (stored transposed, kernels/attn.h); within a
  * block the scores are exact (one fma chain per key over the dims in order, as the SIMD
  * kernels compute them), across blocks the running max/sum are rescaled (online softmax), so
  * no buffer proportional to the context is needed. */
-void hy_ref_attn_head(const float *q, const float *k, const float *v, size_t ld, int n_kv, int dh, float scale,
-                      float *out) {
+static void attn_head(const float *q, const void *k, const void *v, size_t ld, int n_kv, int dh, float scale,
+                      bool bf16, float *out) {
     float s[HY_ATTN_KB];
     float m = -INFINITY, l = 0.0f;
     for (int d = 0; d < dh; d++) out[d] = 0.0f;
     for (int j0 = 0; j0 < n_kv; j0 += HY_ATTN_KB) {
         int nb = n_kv - j0 < HY_ATTN_KB ? n_kv - j0 : HY_ATTN_KB;
-        const float *kb = hy_attn_key_block(k, j0, dh);
+        const size_t kb = hy_attn_key_block_at(j0, dh);
         float bm = -INFINITY;
         for (int j = 0; j < nb; j++) s[j] = 0.0f;
         for (int d = 0; d < dh; d++) /* dim by dim: the block's rows are contiguous */
-            for (int j = 0; j < nb; j++) s[j] = fmaf(q[d], kb[(size_t)d * HY_ATTN_KB + j], s[j]);
+            for (int j = 0; j < nb; j++) s[j] = fmaf(q[d], kv_at(k, kb + (size_t)d * HY_ATTN_KB + j, bf16), s[j]);
         for (int j = 0; j < nb; j++) {
             s[j] *= scale;
             if (s[j] > bm) bm = s[j];
@@ -100,12 +109,22 @@ void hy_ref_attn_head(const float *q, const float *k, const float *v, size_t ld,
         for (int j = 0; j < nb; j++) {
             float p = expf(s[j] - m);
             l += p;
-            const float *vj = v + (size_t)(j0 + j) * ld;
-            for (int d = 0; d < dh; d++) out[d] += p * vj[d];
+            const size_t vj = (size_t)(j0 + j) * ld;
+            for (int d = 0; d < dh; d++) out[d] += p * kv_at(v, vj + (size_t)d, bf16);
         }
     }
     float inv = 1.0f / l;
     for (int d = 0; d < dh; d++) out[d] *= inv;
+}
+
+void hy_ref_attn_head(const float *q, const float *k, const float *v, size_t ld, int n_kv, int dh, float scale,
+                      float *out) {
+    attn_head(q, k, v, ld, n_kv, dh, scale, false, out);
+}
+
+void hy_ref_attn_head_bf16(const float *q, const uint16_t *k, const uint16_t *v, size_t ld, int n_kv, int dh,
+                           float scale, float *out) {
+    attn_head(q, k, v, ld, n_kv, dh, scale, true, out);
 }
 
 void hy_ref_rmsnorm(const float *x, const float *w, int n, float eps, bool one_plus, float *y) {
