@@ -229,10 +229,11 @@ HY_CMD(serve) {
     if (hy_server_start(&srv, &sc, eng, &stv, &gd, &err)) goto fail;
     fprintf(stderr,
             "hyla serve: listening on http://%s:%d  model '%s' (%s)  max-num-seqs %d  max-model-len %d  threads %d  "
-            "template %s%s  prefix cache %s%s\n",
+            "template %s%s  prefix cache %s%s  kv cache %s\n",
             strchr(host, ':') ? "[::]" : host, hy_server_port(srv), name, m->hp.model_type, max_seqs, max_len,
             hy_fwd_model_threads(fm), hy_textio_template_desc(tx), sc.api_key ? "  api-key required" : "",
-            prefix_cache ? "on" : "off", prefix_cache && reuse_generated ? " (+ generated tokens)" : "");
+            prefix_cache ? "on" : "off", prefix_cache && reuse_generated ? " (+ generated tokens)" : "",
+            hy_kv_type_name(copts.kv_type));
     fflush(stderr);
 
     int sig = 0;
