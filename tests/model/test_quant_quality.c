@@ -43,7 +43,8 @@
  *      <= 2e-4; fp8 sel >= 0.98, <= 1e-3; fp8 all >= 0.97, <= 1.5e-3; q4 sel >= 0.94, <= 0.01;
  *      q4 all >= 0.925, <= 0.013.
  *    The bf16 KV cache (--kv-type bf16, fp32 weights otherwise as stored): KL 7.1e-7, top-1
- *    0.9992 (asserted as bf16 act); with q4 (selective) weights 0.9522 against 0.9527 (as q4).
+ *    0.9992 (asserted as bf16 act); with q4 (selective) weights 0.9522 against 0.9527 (measured
+ *    once, not run: each row costs the emulated-AMX CI build ~10 s).
  *    On the golden fixtures: KL 1.5-1.7e-8, top-1 1.0 (asserted as bf16 act).
  *    (Under sanitizers: prompts <= 200 tokens and every third quality prompt, 1355 positions;
  *    same bounds, measured q8 sel 0.9882, fp8 all 0.9764.)
@@ -289,7 +290,6 @@ static void test_quality_trained(void **st) {
         {"q4 (selective)", SELQ(HY_WEIGHTS_Q4), 0.94, 0.01},
         {"fp8 (sel.) decode", {.n_threads = 2, .weights = HY_WEIGHTS_FP8, .fast_decode = true}, 0.98, 1e-3},
         {"bf16 KV cache", {.n_threads = 2, .kv_type = HY_KV_BF16}, 0.995, 1e-5},
-        {"q4 (sel.) bf16 KV", {.n_threads = 2, .weights = HY_WEIGHTS_Q4, .kv_type = HY_KV_BF16}, 0.94, 0.01},
     };
     printf("| model            | weights           | pos   | mean KL   | max KL    | top-1  | B/w   |\n");
     quality_model("tiny-trained-bf16", cfgs, (int)(sizeof cfgs / sizeof cfgs[0]));
