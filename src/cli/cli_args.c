@@ -105,7 +105,7 @@ int hy_cli_ctx_opt(int argc, char **argv, int *i, hy_ctx_opts *o) {
     }
     if (!strcmp(a, "--kv-type") && has_val) {
         if (hy_kv_type_parse(argv[*i + 1], &o->kv_type)) {
-            fprintf(stderr, "hyla: --kv-type expects f32 or bf16, got '%s'\n", argv[*i + 1]);
+            fprintf(stderr, "hyla: --kv-type expects f32, bf16 or fp8, got '%s'\n", argv[*i + 1]);
             return -1;
         }
         (*i)++;

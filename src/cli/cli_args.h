@@ -22,7 +22,7 @@ int hy_cli_parse_int(const char *opt, const char *s, long lo, long hi, int *out)
  *   --isa ref|avx2|avx512|auto      kernel tier (default: $HYLA_ISA, else the best)
  *   --fast-prefill                  bf16 activations in prefill matmuls
  *   --fast-decode                   bf16 activations in the decode GEMVs of bf16 / fp8 matrices
- *   --kv-type f32|bf16              element type of the attention KV cache (memory/kv_cache.h)
+ *   --kv-type f32|bf16|fp8          element type of the attention KV cache (memory/kv_cache.h)
  *   --mmap / --no-mmap              matrices used as stored: read from the mmap / always copied
  * If argv[*i] is one of them, consumes it (and its value), fills o and returns 1; returns 0
  * for anything else and -1 (after a message) for a bad value. */
@@ -35,8 +35,8 @@ int hy_cli_ctx_opt(int argc, char **argv, int *i, hy_ctx_opts *o);
     "  --isa T           kernels: ref | avx2 | avx512 | auto (default $HYLA_ISA, else the best)\n"                   \
     "  --fast-prefill    bf16 activations in prefill matmuls (faster, less exact)\n"                              \
     "  --fast-decode     bf16 activations in decode matmuls (bf16 / fp8 on AMD and Intel AMX; less exact)\n"   \
-    "  --kv-type T       attention KV cache: f32 (default, exact) | bf16 (half the memory and the\n"          \
-    "                    cache reads of a decode step; K and V rounded to bf16)\n"                                 \
+    "  --kv-type T       attention KV cache: f32 (default, exact) | bf16 | fp8 (e4m3: half / a quarter\n"       \
+    "                    of the memory and the cache reads of a decode step; K and V rounded)\n"                   \
     "  --mmap, --no-mmap matrices used as stored: read in place from the mmap (least memory) / always\n"         \
     "                    copied into memory (default: copied when they fit, faster decode)\n"
 

@@ -1,7 +1,7 @@
 /*
  * `hyla bench -m DIR [-p 512[,N...]] [-n 128[,N...]] [-d 0[,D...]] [-t N] [-r R]
  *             [--weights auto|bf16|fp8|q8|q4] [--quantize-lm-head] [--quantize-gdn-ab] [--fast-prefill] [--fast-decode] [--[no-]mmap]
- *             [--kv-type f32|bf16]
+ *             [--kv-type f32|bf16|fp8]
  *             [--isa auto] [--chunk N] [--bw-mib M] [--bw-every N] [--seed S] [--no-warmup]
  *             [--interleave] [--profile] [-o md|csv]`
  *
@@ -70,7 +70,7 @@ static void usage(FILE *f) {
             "  --quantize-gdn-ab   GDN in_proj_a / in_proj_b follow --weights too\n"
             "  --fast-prefill      bf16 activations in prefill matmuls\n"
             "  --fast-decode       bf16 activations in decode matmuls (bf16 / fp8: AMD AVX-512 BF16, AMX)\n"
-            "  --kv-type T         attention KV cache: f32 (default) | bf16\n"
+            "  --kv-type T         attention KV cache: f32 (default) | bf16 | fp8\n"
             "  --mmap, --no-mmap   matrices used as stored: read from the mmap / always copied into memory\n"
             "                      (default: copied when they fit)\n"
             "  --isa NAME          CPU kernel tier: auto | ref | avx2 | avx512 (default auto: $HYLA_ISA or best)\n"
@@ -472,7 +472,7 @@ HY_CMD(bench) {
             res = a[2] == 'm' ? HY_WRES_MMAP : HY_WRES_COPY;
         } else if (!strcmp(a, "--kv-type") && has_val) {
             if (hy_kv_type_parse(argv[++i], &kv_type)) {
-                fprintf(stderr, "hyla bench: --kv-type expects f32 or bf16, got '%s'\n", argv[i]);
+                fprintf(stderr, "hyla bench: --kv-type expects f32, bf16 or fp8, got '%s'\n", argv[i]);
                 return 2;
             }
         } else if (!strcmp(a, "--no-warmup")) {

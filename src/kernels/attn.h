@@ -19,9 +19,9 @@
  * threads. A row's result does not depend on which other rows share the call, on the thread
  * count or on how the prompt was split into calls (key blocks always start at position 0).
  *
- * Keys and values are fp32 or, in a bf16 cache (memory/kv_cache.h), bf16 (kv_bf16): every
- * variant widens a bf16 value to fp32 exactly as it loads it, so a call over a bf16 cache gives
- * the same bits as the same call over an fp32 cache holding those values.
+ * Keys and values are fp32 or, in a bf16 or fp8 cache (memory/kv_cache.h), bf16 or fp8 e4m3fn
+ * codes (kv_fmt): every variant widens them to fp32 exactly as it loads them, so a call over such
+ * a cache gives the same bits as the same call over an fp32 cache holding those values.
  *
  * Numerics: fp32 throughout. The scalar form (cpu/attn_ref.c) is hy_ref_attn_head per row and
  * the oracle; SIMD forms differ from it by summation order, FMA and a ~1 ulp vector exp. The
@@ -38,6 +38,10 @@
 
 #define HY_ATTN_KB 64   /* keys per block of the online softmax */
 #define HY_ATTN_MR_MAX 8 /* largest query-row tile of any variant */
+/* hy_attn_args.kv_fmt (the values of memory/kv_cache.h's hy_kv_type) */
+#define HY_ATTN_KV_F32 0
+#define HY_ATTN_KV_BF16 1
+#define HY_ATTN_KV_FP8 2
 
 typedef struct hy_attn_args {
     const float *q;  /* query row (t, i) at q + t*ldq_t + i*ldq_h: dh floats, t < nt, i < ng */
@@ -46,10 +50,11 @@ typedef struct hy_attn_args {
     size_t ldo_t, ldo_h;
     const void *k;   /* keys (post-norm, post-RoPE) in blocks of HY_ATTN_KB positions, each transposed
                       * (memory/kv_cache.h's layout): position j's dim d at
-                      * k[(j / KB)·dh·KB + d·KB + j % KB]; float, or uint16_t bf16 where kv_bf16 */
+                      * k[(j / KB)·dh·KB + d·KB + j % KB]; elements as kv_fmt says */
     const void *v;   /* value of position j at v + j*ld (dh elements, as k's) */
     size_t ld;       /* in elements */
-    bool kv_bf16;    /* k and v hold bf16 (the upper halves of fp32 values) */
+    int kv_fmt;      /* HY_ATTN_KV_F32 (float), _BF16 (uint16_t: upper halves of fp32 values),
+                      * _FP8 (uint8_t e4m3fn codes, base/fp.h) */
     int nt, ng;      /* tokens, query heads sharing the KV head (rows = nt*ng) */
     int n_past;      /* token t sees keys [0, n_past + t] */
     int dh;          /* head dim */
@@ -61,8 +66,11 @@ static inline size_t hy_attn_key_block_at(int j, int dh) { return (size_t)(j / H
 /* ... and that block, for fp32 keys */
 static inline const float *hy_attn_key_block(const float *k, int j, int dh) { return k + hy_attn_key_block_at(j, dh); }
 
-/* Floats of per-call scratch for `rows` = nt*ng query rows (same for every variant). */
+/* Floats of per-call scratch for `rows` = nt*ng query rows (same for every variant); calls over
+ * a bf16 / fp8 cache (kv_fmt) need hy_attn_kv_work_floats(dh) more (the fp32 variants widen a
+ * key block there once for all their row tiles). */
 size_t hy_attn_work_floats(int rows);
+size_t hy_attn_kv_work_floats(int dh);
 
 typedef struct hy_attn_ops {
     const char *name; /* ISA name */

@@ -50,10 +50,10 @@ void hy_ref_matmul(const hy_tensor *W, int T, const float *x, size_t ldx, float 
  * values ld floats apart. */
 void hy_ref_attn_head(const float *q, const float *k, const float *v, size_t ld, int n_kv, int dh, float scale,
                       float *out);
-/* The same over bf16 keys and values (a bf16 KV cache, kernels/attn.h): the bits of
- * hy_ref_attn_head over their fp32 widening. */
-void hy_ref_attn_head_bf16(const float *q, const uint16_t *k, const uint16_t *v, size_t ld, int n_kv, int dh,
-                           float scale, float *out);
+/* The same over keys and values of any KV cache format (kernels/attn.h's HY_ATTN_KV_*): the
+ * bits of hy_ref_attn_head over their fp32 widening. */
+void hy_ref_attn_head_kv(const float *q, const void *k, const void *v, size_t ld, int n_kv, int dh, float scale,
+                         int kv_fmt, float *out);
 
 /* True for the weight dtypes hy_ref_matmul reads in place. */
 bool hy_ops_matmul_dtype_ok(hy_dtype t);

@@ -1,18 +1,21 @@
 /* Per-sequence KV cache, head-major with transposed key blocks (see kv_cache.h). */
 #include "memory/kv_cache.h"
 
+#include "base/fp.h"
+
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
-const char *hy_kv_type_name(hy_kv_type t) { return t == HY_KV_BF16 ? "bf16" : "f32"; }
+const char *hy_kv_type_name(hy_kv_type t) { return t == HY_KV_FP8 ? "fp8" : t == HY_KV_BF16 ? "bf16" : "f32"; }
 
 int hy_kv_type_parse(const char *s, hy_kv_type *out) {
     if (!s) return -1;
     if (!strcmp(s, "f32") || !strcmp(s, "fp32")) *out = HY_KV_F32;
     else if (!strcmp(s, "bf16")) *out = HY_KV_BF16;
+    else if (!strcmp(s, "fp8") || !strcmp(s, "fp8_e4m3")) *out = HY_KV_FP8;
     else return -1;
     return 0;
 }
@@ -26,8 +29,9 @@ static void *map_zero(size_t bytes) {
 int hy_kv_cache_create(hy_kv_cache **out, int n_layers, int max_tokens, int n_heads, int head_dim, hy_kv_type type,
                        hy_err *err) {
     *out = NULL;
-    if (type != HY_KV_F32 && type != HY_KV_BF16) return hy_err_set(err, HY_E_INVALID, "kv cache: unknown type %d", (int)type);
-    const size_t es = type == HY_KV_BF16 ? 2 : 4;
+    if (type != HY_KV_F32 && type != HY_KV_BF16 && type != HY_KV_FP8)
+        return hy_err_set(err, HY_E_INVALID, "kv cache: unknown type %d", (int)type);
+    const size_t es = type == HY_KV_FP8 ? 1 : type == HY_KV_BF16 ? 2 : 4;
     if (n_layers < 0 || max_tokens < 1 || n_heads < 1 || head_dim < 1)
         return hy_err_set(err, HY_E_INVALID, "kv cache: bad sizes (layers %d, max_tokens %d, heads %d, head_dim %d)",
                           n_layers, max_tokens, n_heads, head_dim);
@@ -86,10 +90,12 @@ static float from_bf16(uint16_t h) {
     return x;
 }
 static void put_elem(const hy_kv_cache *kv, void *base, size_t i, float x) {
-    if (kv->type == HY_KV_BF16) ((uint16_t *)base)[i] = to_bf16(x);
+    if (kv->type == HY_KV_FP8) ((uint8_t *)base)[i] = hy_f32_to_fp8_e4m3(x);
+    else if (kv->type == HY_KV_BF16) ((uint16_t *)base)[i] = to_bf16(x);
     else ((float *)base)[i] = x;
 }
 static float get_elem(const hy_kv_cache *kv, const void *base, size_t i) {
+    if (kv->type == HY_KV_FP8) return hy_fp8_e4m3_to_f32(((const uint8_t *)base)[i]);
     return kv->type == HY_KV_BF16 ? from_bf16(((const uint16_t *)base)[i]) : ((const float *)base)[i];
 }
 /* the element index of position pos's key dim 0 in its head's key blocks (dim d: + d * HY_KV_BLOCK) */

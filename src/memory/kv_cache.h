@@ -14,8 +14,9 @@
  * up to whole blocks); a paged cache shared between sequences comes later.
  *
  * bf16 (--kv-type bf16) halves the cache's memory and what a decode step reads of it at depth,
- * as llama.cpp's f16 and vLLM's bf16 caches do; values are rounded to nearest even as they are
- * stored, and the attention kernels widen them exactly (kernels/attn.h), so a bf16 cache only
+ * as llama.cpp's f16 and vLLM's bf16 caches do; fp8 (e4m3fn, no scales, saturating at +-448,
+ * vLLM's --kv-cache-dtype fp8) quarters them. Values are rounded to nearest even as they are
+ * stored, and the attention kernels widen them exactly (kernels/attn.h), so such a cache only
  * changes results by that rounding of K and V. fp32 (the default) keeps the reference's values.
  *
  * Memory is reserved with an anonymous mapping, so capacity that is never
@@ -33,9 +34,10 @@
 
 #define HY_KV_BLOCK 64 /* positions per key block (= HY_ATTN_KB, checked where both meet) */
 
-typedef enum hy_kv_type { HY_KV_F32 = 0, HY_KV_BF16 } hy_kv_type;
+/* the values of kernels/attn.h's HY_ATTN_KV_* */
+typedef enum hy_kv_type { HY_KV_F32 = 0, HY_KV_BF16 = 1, HY_KV_FP8 = 2 } hy_kv_type;
 
-/* "f32" / "bf16"; parse: 0, or -1 for anything else */
+/* "f32" / "bf16" / "fp8"; parse: 0, or -1 for anything else */
 const char *hy_kv_type_name(hy_kv_type t);
 int hy_kv_type_parse(const char *s, hy_kv_type *out);
 
@@ -47,7 +49,7 @@ typedef struct hy_kv_cache {
     int head_dim;   /* Dh */
     int kv_dim;     /* n_heads * head_dim: one position's keys (or values) of one layer */
     int n_blocks;   /* key blocks per head: max_tokens rounded up to whole blocks */
-    size_t es;      /* bytes per element: 4 (fp32) or 2 (bf16) */
+    size_t es;      /* bytes per element: 4 (fp32), 2 (bf16) or 1 (fp8) */
     void *k;        /* [n_layers][n_heads][n_blocks][head_dim][HY_KV_BLOCK] */
     void *v;        /* [n_layers][n_heads][n_blocks * HY_KV_BLOCK][head_dim] */
     size_t bytes;   /* reserved bytes of k and v together */

@@ -203,7 +203,7 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     c->ops = &c->kern.ops;
     c->gdn = c->kern.gdn;
     c->kv_type = opts ? opts->kv_type : HY_KV_F32;
-    if (c->kv_type != HY_KV_F32 && c->kv_type != HY_KV_BF16) {
+    if (c->kv_type != HY_KV_F32 && c->kv_type != HY_KV_BF16 && c->kv_type != HY_KV_FP8) {
         hy_ctx_free(c);
         return hy_err_set(err, HY_E_INVALID, "forward: unknown KV cache type %d", (int)opts->kv_type);
     }
@@ -288,7 +288,9 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     c->attn_tb_bf16 = n_attn ? unit_tokens(256, group) : 1;
     c->thr_work_floats = 0;
     if (n_gdn) c->thr_work_floats = rounded(hy_gdn_chunk_work_floats(&c->gd, HY_GDN_CHUNK));
-    size_t aw = n_attn ? rounded(hy_attn_work_floats(c->attn_tb * group)) : 0;
+    size_t aw = n_attn ? rounded(hy_attn_work_floats(c->attn_tb * group) +
+                                 (c->kv_type != HY_KV_F32 ? hy_attn_kv_work_floats(d.Dh) : 0))
+                       : 0;
     if (n_attn && (c->act & HY_ACT_BF16) && c->kern.attn_bf16) {
         const size_t w = rounded(hy_attn_amx_work_floats(c->attn_tb_bf16 * group, d.Dh));
         if (w > aw) aw = w;

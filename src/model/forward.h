@@ -56,7 +56,8 @@ typedef struct hy_ctx_opts {
                              the kernels have it (kernels/matmul.h: bf16 / fp8 on AMD AVX-512 BF16 and
                              on Intel with AMX) */
     hy_kv_type kv_type;   /* element type of the KV caches of sequences made for this context
-                             (hy_ctx_kv_type; memory/kv_cache.h): HY_KV_F32 (0) or HY_KV_BF16 */
+                             (hy_ctx_kv_type; memory/kv_cache.h): HY_KV_F32 (0), HY_KV_BF16 or
+                             HY_KV_FP8 */
 } hy_ctx_opts;
 
 /* Validates the model (shapes, dtypes: matrices F32/BF16/F16 used in place, F8_E4M3 with

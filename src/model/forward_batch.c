@@ -68,7 +68,7 @@ void hy_layer_attn_batch(hy_ctx *c, int layer, int ith, int nth) {
         a.out = c->a_out + t * o_w + (size_t)g * group * Dh;
         a.k = hy_kv_cache_kt(s->kv, L->slot, g);
         a.v = hy_kv_cache_vh(s->kv, L->slot, g);
-        a.kv_bf16 = s->kv->type == HY_KV_BF16;
+        a.kv_fmt = (int)s->kv->type;
         c->kern.attn->gqa(&a, work);
         for (int i = 0; i < group; i++) {
             float *o = a.out + (size_t)i * Dh;

@@ -20,6 +20,9 @@
  */
 #include "model/forward_impl.h"
 
+_Static_assert(HY_KV_F32 == HY_ATTN_KV_F32 && HY_KV_BF16 == HY_ATTN_KV_BF16 && HY_KV_FP8 == HY_ATTN_KV_FP8,
+               "a cache's type is its attention kernels' kv_fmt");
+
 _Static_assert(HY_KV_BLOCK == HY_ATTN_KB, "the cache's key blocks are the attention kernels' key blocks");
 
 /* q/k norm and RoPE of token t for the query heads of KV heads [g0, g1) and those KV heads,
@@ -83,7 +86,7 @@ void hy_layer_attn(hy_ctx *c, int layer, const float *xn, int ith, int nth) {
         a.out = c->a_out + ta * o_w + (size_t)g * group * Dh;
         a.k = hy_kv_cache_kt(kv, L->slot, g);
         a.v = hy_kv_cache_vh(kv, L->slot, g);
-        a.kv_bf16 = kv->type == HY_KV_BF16;
+        a.kv_fmt = (int)kv->type;
         kern->gqa(&a, work);
         for (int t = 0; t < a.nt; t++)
             for (int i = 0; i < group; i++) {

@@ -13,14 +13,16 @@
  * The fast prefill's AMX variant (hy_attn_ops_amx, where this machine has AMX or the build
  * emulates the tiles: make test-amxemu) on the same cases against the oracle run on q, k and v
  * rounded to bf16 (TOL_AMX below), with the same per-token bit-identity.
- * A bf16 KV cache (hy_attn_args.kv_bf16): every variant, the scalar one and AMX included, must
- * give the same bits over bf16 keys and values as over fp32 ones holding the same values (the
- * widening is exact), on the same cases and random shapes (odd head dims: the masked tails). */
+ * bf16 and fp8 KV caches (hy_attn_args.kv_fmt): every variant, the scalar one and AMX included,
+ * must give the same bits over bf16 / fp8 keys and values as over fp32 ones holding the same
+ * values (the widening is exact), on the same cases and random shapes (odd head dims: the masked
+ * tails; fp8: every code but NaN, subnormal ones included). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "base/fp.h"
 #include "kernels/attn.h"
 #include "kernels/cpu/dispatch.h"
 
@@ -178,52 +180,72 @@ static uint16_t bf16_bits(float x) {
     return (uint16_t)(u >> 16);
 }
 
-/* bf16 keys and values (kv_bf16) against fp32 ones holding the same values on every kernel of
- * ops: bit-identical outputs. Returns the kernels run. */
-static int run_case_kv16(const acase *c, uint64_t seed, const hy_attn_ops *const *ops, int n) {
+/* Keys and values of a bf16 or fp8 cache (fmt: HY_ATTN_KV_BF16 / _FP8) against fp32 ones holding
+ * the same values on every kernel of ops: bit-identical outputs. fp8 values are random codes
+ * (NaN codes excluded) scaled by 2^-2 .. 2^-6 per case, subnormal codes included. Returns the
+ * kernels run. */
+static int run_case_kvq(const acase *c, uint64_t seed, const hy_attn_ops *const *ops, int n, int fmt) {
     rng r = {seed};
     const int dh = c->dh, ng = c->ng, hkv = c->hkv, nt = c->nt, nkv = c->n_past + c->nt;
     const size_t ld = (size_t)hkv * dh, ldq_h = 2 * (size_t)dh, ldq_t = (size_t)hkv * ng * ldq_h;
-    const size_t ldo_h = (size_t)dh, ldo_t = (size_t)hkv * ng * dh;
+    const size_t ldo_h = (size_t)dh, ldo_t = (size_t)hkv * ng * dh, es = fmt == HY_ATTN_KV_FP8 ? 1 : 2;
     float *k = xalloc((size_t)nkv * ld), *v = xalloc((size_t)nkv * ld), *q = xalloc((size_t)nt * ldq_t);
-    for (size_t i = 0; i < (size_t)nkv * ld; i++) k[i] = bf16r(rng_sym(&r)), v[i] = bf16r(rng_sym(&r));
-    for (size_t i = 0; i < (size_t)nt * ldq_t; i++) q[i] = c->qscale * rng_sym(&r);
+    uint8_t *kc = malloc((size_t)nkv * ld), *vc = malloc((size_t)nkv * ld); /* fp8 codes */
+    assert_non_null(kc);
+    assert_non_null(vc);
+    for (size_t i = 0; i < (size_t)nkv * ld; i++) {
+        if (fmt == HY_ATTN_KV_FP8) { /* any code but NaN (0x7f, 0xff) */
+            do kc[i] = (uint8_t)(rng_u(&r) * 256); while ((kc[i] & 0x7f) == 0x7f);
+            do vc[i] = (uint8_t)(rng_u(&r) * 256); while ((vc[i] & 0x7f) == 0x7f);
+            k[i] = hy_fp8_e4m3_to_f32(kc[i]), v[i] = hy_fp8_e4m3_to_f32(vc[i]);
+        } else k[i] = bf16r(rng_sym(&r)), v[i] = bf16r(rng_sym(&r));
+    }
+    for (size_t i = 0; i < (size_t)nt * ldq_t; i++) q[i] = c->qscale * rng_sym(&r) * (fmt == HY_ATTN_KV_FP8 ? 0x1p-6f : 1.0f);
     const int g = hkv - 1;
     float *kb = to_blocks(k + (size_t)g * dh, ld, nkv, dh);
     const size_t nkb = (size_t)((nkv + HY_ATTN_KB - 1) / HY_ATTN_KB) * dh * HY_ATTN_KB;
-    uint16_t *kb16 = malloc(nkb * 2), *v16 = malloc((size_t)nkv * ld * 2);
-    assert_non_null(kb16);
-    assert_non_null(v16);
-    for (size_t i = 0; i < nkb; i++) kb16[i] = bf16_bits(kb[i]); /* the NaN columns stay NaN */
-    for (size_t i = 0; i < (size_t)nkv * ld; i++) v16[i] = bf16_bits(v[i]);
-    float *o32 = xalloc((size_t)nt * ldo_t), *o16 = xalloc((size_t)nt * ldo_t);
-    const size_t wf = hy_attn_work_floats(nt * ng), wa = hy_attn_amx_work_floats(nt * ng, dh);
+    unsigned char *kq = malloc(nkb * es), *vq = malloc((size_t)nkv * ld * es);
+    assert_non_null(kq);
+    assert_non_null(vq);
+    for (size_t i = 0; i < nkb; i++) { /* the NaN columns stay NaN */
+        if (es == 2) ((uint16_t *)kq)[i] = bf16_bits(kb[i]);
+        else kq[i] = isnan(kb[i]) ? 0x7f : hy_f32_to_fp8_e4m3(kb[i]);
+    }
+    for (size_t i = 0; i < (size_t)nkv * ld; i++) {
+        if (es == 2) ((uint16_t *)vq)[i] = bf16_bits(v[i]);
+        else vq[i] = vc[i];
+    }
+    float *o32 = xalloc((size_t)nt * ldo_t), *oq = xalloc((size_t)nt * ldo_t);
+    const size_t wf = hy_attn_work_floats(nt * ng) + hy_attn_kv_work_floats(dh), wa = hy_attn_amx_work_floats(nt * ng, dh);
     float *work = xalloc(wa > wf ? wa : wf);
     hy_attn_args a = {.q = q + (size_t)g * ng * ldq_h, .ldq_t = ldq_t, .ldq_h = ldq_h, .ldo_t = ldo_t, .ldo_h = ldo_h,
                       .ld = ld, .nt = nt, .ng = ng, .n_past = c->n_past, .dh = dh, .scale = 1.0f / sqrtf((float)dh)};
     for (int ti = 0; ti < n; ti++) {
         memset(o32, 0, (size_t)nt * ldo_t * sizeof(float));
-        memset(o16, 0, (size_t)nt * ldo_t * sizeof(float));
-        a.k = kb, a.v = v + (size_t)g * dh, a.kv_bf16 = false, a.out = o32 + (size_t)g * ng * dh;
+        memset(oq, 0, (size_t)nt * ldo_t * sizeof(float));
+        a.k = kb, a.v = v + (size_t)g * dh, a.kv_fmt = HY_ATTN_KV_F32, a.out = o32 + (size_t)g * ng * dh;
         ops[ti]->gqa(&a, work);
-        a.k = kb16, a.v = v16 + (size_t)g * dh, a.kv_bf16 = true, a.out = o16 + (size_t)g * ng * dh;
+        a.k = kq, a.v = vq + (size_t)g * dh * es, a.kv_fmt = fmt, a.out = oq + (size_t)g * ng * dh;
         ops[ti]->gqa(&a, work);
-        const int same = !memcmp(o32, o16, (size_t)nt * ldo_t * sizeof(float));
-        if (!same) printf("  %s: bf16 KV differs from fp32 KV: dh %d ng %d nt %d n_past %d\n", ops[ti]->name, dh, ng, nt, c->n_past);
+        const int same = !memcmp(o32, oq, (size_t)nt * ldo_t * sizeof(float));
+        if (!same)
+            printf("  %s: %s KV differs from fp32 KV: dh %d ng %d nt %d n_past %d\n", ops[ti]->name,
+                   fmt == HY_ATTN_KV_FP8 ? "fp8" : "bf16", dh, ng, nt, c->n_past);
         assert_true(same);
     }
-    free(k), free(v), free(q), free(kb), free(kb16), free(v16), free(o32), free(o16), free(work);
+    free(k), free(v), free(q), free(kc), free(vc), free(kb), free(kq), free(vq), free(o32), free(oq), free(work);
     return n;
 }
 
-/* ... on the scalar oracle, every SIMD tier and AMX where it runs */
-static int run_kv16_all(const acase *c, uint64_t seed) {
+/* ... both formats on the scalar oracle, every SIMD tier and AMX where it runs */
+static int run_kvq_all(const acase *c, uint64_t seed) {
     const hy_attn_ops *all[HY_ISA_COUNT + 2];
     int n = 0;
     all[n++] = hy_attn_ops_ref();
     for (int i = 0; i < n_tiers; i++) all[n++] = tiers[i];
     if (amx) all[n++] = amx;
-    return run_case_kv16(c, seed, all, n);
+    run_case_kvq(c, seed, all, n, HY_ATTN_KV_BF16);
+    return run_case_kvq(c, seed, all, n, HY_ATTN_KV_FP8);
 }
 
 /* Every SIMD tier against the fp32 oracle. */
@@ -263,8 +285,8 @@ static void test_cases(void **st) {
     printf("attention SIMD vs scalar: %zu cases, %d tier(s), worst max|d| = %.3g (tol %.0e)\n",
            sizeof cases / sizeof cases[0], n_tiers, worst, TOL);
     int nk = 0;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) nk = run_kv16_all(&cases[i], 3000 + i);
-    printf("bf16 KV against fp32 KV of the same values: %zu cases x %d kernel(s), bit-identical\n",
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) nk = run_kvq_all(&cases[i], 3000 + i);
+    printf("bf16 and fp8 KV against fp32 KV of the same values: %zu cases x %d kernel(s), bit-identical\n",
            sizeof cases / sizeof cases[0], nk);
     if (!amx) return;
     worst = 0.0;
@@ -292,13 +314,13 @@ static void test_random(void **st) {
         c.qscale = rng_u(&r) < 0.2 ? 20.0f : 1.0f;
         double e = run_case(&c, 5000 + (uint64_t)it);
         if (e > worst) worst = e;
-        run_kv16_all(&c, 7000 + (uint64_t)it);
+        run_kvq_all(&c, 7000 + (uint64_t)it);
         if (amx) {
             e = run_case_amx(&c, 5000 + (uint64_t)it);
             if (e > worst_amx) worst_amx = e;
         }
     }
-    printf("attention SIMD vs scalar: 60 random shapes, worst max|d| = %.3g (tol %.0e); bf16 KV bit-identical\n",
+    printf("attention SIMD vs scalar: 60 random shapes, worst max|d| = %.3g (tol %.0e); bf16 / fp8 KV bit-identical\n",
            worst, TOL);
     if (amx) printf("attention AMX vs scalar on bf16 inputs: 60 random shapes, worst max|d| = %.3g (tol %.1e)\n", worst_amx, TOL_AMX);
 }

@@ -294,7 +294,9 @@ static void test_invariance_and_threads(void **st) {
  * - The cache's bytes are half the fp32 one's. */
 #define KV_BF16_TOL 2e-2
 #define KV_BF16_SPLIT_TOL 2e-3
-static void kv_bf16_splits(const synth_cfg *c, bool exact) {
+#define KV_FP8_TOL 0.3
+#define KV_FP8_SPLIT_TOL 3e-2
+static void kv_q_splits(const synth_cfg *c, hy_kv_type kv, double tol, double split_tol, bool exact) {
     synth_model *s = synth_create(c);
     const int n = 129;
     const size_t nv = (size_t)n * c->vocab;
@@ -302,28 +304,28 @@ static void kv_bf16_splits(const synth_cfg *c, bool exact) {
     int one[1] = {n};
     static const int sp[] = {1, 62, 66};
     float *f32 = engine_run(&s->m, ids, n, one, 1, 1, 0);
-    float *base = engine_run_kv(&s->m, ids, n, one, 1, 1, 0, HY_WRES_AUTO, HY_KV_BF16);
+    float *base = engine_run_kv(&s->m, ids, n, one, 1, 1, 0, HY_WRES_AUTO, kv);
     double e = hy_test_max_abs_diff(base, f32, nv), amax = 0.0;
     for (size_t i = 0; i < nv; i++) amax = fabs((double)f32[i]) > amax ? fabs((double)f32[i]) : amax;
-    printf("%s: bf16 KV vs f32 KV max|d| = %.3g (logits up to %.3g)\n", c->layer_pattern, e, amax);
+    printf("%s: %s KV vs f32 KV max|d| = %.3g (logits up to %.3g)\n", c->layer_pattern, hy_kv_type_name(kv), e, amax);
     assert_true(e > 0.0); /* the cache did round */
-    assert_true(e <= KV_BF16_TOL);
+    assert_true(e <= tol);
     int *tok = malloc(sizeof(int) * n);
     for (int i = 0; i < n; i++) tok[i] = 1;
-    float *run[3] = {engine_run_kv(&s->m, ids, n, sp, 3, 1, 0, HY_WRES_AUTO, HY_KV_BF16),
-                     engine_run_kv(&s->m, ids, n, one, 1, 1, 64, HY_WRES_AUTO, HY_KV_BF16),
-                     engine_run_kv(&s->m, ids, n, tok, n, 1, 0, HY_WRES_AUTO, HY_KV_BF16)};
+    float *run[3] = {engine_run_kv(&s->m, ids, n, sp, 3, 1, 0, HY_WRES_AUTO, kv),
+                     engine_run_kv(&s->m, ids, n, one, 1, 1, 64, HY_WRES_AUTO, kv),
+                     engine_run_kv(&s->m, ids, n, tok, n, 1, 0, HY_WRES_AUTO, kv)};
     static const char *name[3] = {"split 1+62+66", "64-token steps", "token by token"};
     for (int r = 0; r < 3; r++) {
         e = hy_test_max_abs_diff(base, run[r], nv);
-        printf("%s: bf16 KV %s vs one call max|d| = %.3g\n", c->layer_pattern, name[r], e);
+        printf("%s: %s KV %s vs one call max|d| = %.3g\n", c->layer_pattern, hy_kv_type_name(kv), name[r], e);
         if (exact) assert_memory_equal(base, run[r], nv * sizeof(float));
-        else assert_true(e <= KV_BF16_SPLIT_TOL);
+        else assert_true(e <= split_tol);
     }
-    float *lg = engine_run_kv(&s->m, ids, n, one, 1, 2, 0, HY_WRES_AUTO, HY_KV_BF16);
+    float *lg = engine_run_kv(&s->m, ids, n, one, 1, 2, 0, HY_WRES_AUTO, kv);
     assert_memory_equal(base, lg, nv * sizeof(float));
     free(lg);
-    lg = engine_run_kv(&s->m, ids, n, tok, n, 2, 0, HY_WRES_AUTO, HY_KV_BF16);
+    lg = engine_run_kv(&s->m, ids, n, tok, n, 2, 0, HY_WRES_AUTO, kv);
     assert_memory_equal(run[2], lg, nv * sizeof(float));
     free(lg);
     for (int r = 0; r < 3; r++) free(run[r]);
@@ -334,15 +336,21 @@ static void kv_bf16_splits(const synth_cfg *c, bool exact) {
 static void test_kv_bf16(void **st) {
     (void)st;
     synth_cfg c = synth_default_cfg();
-    kv_bf16_splits(&c, false);
+    kv_q_splits(&c, HY_KV_BF16, KV_BF16_TOL, KV_BF16_SPLIT_TOL, false);
+    kv_q_splits(&c, HY_KV_FP8, KV_FP8_TOL, KV_FP8_SPLIT_TOL, false);
     c.layer_pattern = "aaaa";
-    kv_bf16_splits(&c, true);
+    kv_q_splits(&c, HY_KV_BF16, KV_BF16_TOL, 0, true);
+    kv_q_splits(&c, HY_KV_FP8, KV_FP8_TOL, 0, true);
     synth_model *s = synth_create(&c);
     hy_seq *s32 = NULL, *s16 = NULL;
     hy_err err;
     assert_int_equal(hy_seq_create_kv(&s32, &s->m, 1000, HY_KV_F32, &err), 0);
     assert_int_equal(hy_seq_create_kv(&s16, &s->m, 1000, HY_KV_BF16, &err), 0);
     assert_int_equal(2 * hy_seq_kv_cache(s16)->bytes, hy_seq_kv_cache(s32)->bytes);
+    hy_seq *s8 = NULL;
+    assert_int_equal(hy_seq_create_kv(&s8, &s->m, 1000, HY_KV_FP8, &err), 0);
+    assert_int_equal(4 * hy_seq_kv_cache(s8)->bytes, hy_seq_kv_cache(s32)->bytes);
+    hy_seq_free(s8);
     assert_int_equal(2 * hy_seq_bytes(s16) - hy_seq_gdn_state(s16)->bytes, hy_seq_bytes(s32));
     hy_seq_free(s32);
     hy_seq_free(s16);

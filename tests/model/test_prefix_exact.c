@@ -101,7 +101,7 @@ typedef struct budget {
     size_t kv, state;
 } budget;
 
-/* The KV cache type of the runners (test_exact_extend_kv_bf16 sets bf16) */
+/* The KV cache type of the runners (test_exact_extend_kv_types sets bf16) */
 static hy_kv_type g_kv = HY_KV_F32;
 
 static void runner_start(runner *R, bool cache, const budget *b) {
@@ -317,11 +317,13 @@ static void test_exact_extend(void **st) {
     }
 }
 
-/* (a), (b) and the tiny budgets with a bf16 KV cache: the prefix cache keeps its blocks as bf16
- * rows then (hy_seq_kv_row_bytes), copies of the cache's bits, so restored positions give the
- * bits of computed ones here too. */
-static void test_exact_extend_kv_bf16(void **st) {
+/* (a), (b) and the tiny budgets with bf16 and fp8 KV caches: the prefix cache keeps its blocks
+ * as rows of the cache's type then (hy_seq_kv_row_bytes), copies of its bits, so restored
+ * positions give the bits of computed ones here too. */
+static void test_exact_extend_kv_types(void **st) {
     g_kv = HY_KV_BF16;
+    test_exact_extend(st);
+    g_kv = HY_KV_FP8;
     test_exact_extend(st);
     g_kv = HY_KV_F32;
 }
@@ -505,7 +507,7 @@ static void test_property_random(void **st) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exact_extend),
-        cmocka_unit_test(test_exact_extend_kv_bf16),
+        cmocka_unit_test(test_exact_extend_kv_types),
         cmocka_unit_test(test_exact_chat),
         cmocka_unit_test(test_exact_concurrent_shared),
         cmocka_unit_test(test_isolation_cancel),

@@ -46,6 +46,8 @@
  *    0.9992 (asserted as bf16 act); with q4 (selective) weights 0.9522 against 0.9527 (measured
  *    once, not run: each row costs the emulated-AMX CI build ~10 s).
  *    On the golden fixtures: KL 1.5-1.7e-8, top-1 1.0 (asserted as bf16 act).
+ *    The fp8 (e4m3) KV cache: KL 2.3e-4, top-1 0.9927 (asserted >= 0.985, <= 4e-4), as q8
+ *    weights; golden fixtures KL 3.9-4.6e-6, top-1 0.9961-0.9984 (asserted >= 0.99, <= 1e-4).
  *    (Under sanitizers: prompts <= 200 tokens and every third quality prompt, 1355 positions;
  *    same bounds, measured q8 sel 0.9882, fp8 all 0.9764.)
  * The random fixtures above cannot show the goal (their flat distributions flip on any noise).
@@ -267,6 +269,7 @@ static void test_quality_fixtures(void **st) {
         {"q4 (selective)", SELQ(HY_WEIGHTS_Q4), 0.60, 0.1},
         {"fp8 (sel.) decode", {.n_threads = 2, .weights = HY_WEIGHTS_FP8, .fast_decode = true}, 0.85, 0.01},
         {"bf16 KV cache", {.n_threads = 2, .kv_type = HY_KV_BF16}, 0.99, 1e-4},
+        {"fp8 KV cache", {.n_threads = 2, .kv_type = HY_KV_FP8}, 0.99, 1e-4},
     };
     printf("| model            | weights           | pos   | mean KL   | max KL    | top-1  | B/w   |\n");
     quality_model("tiny-text-bf16", cfgs, (int)(sizeof cfgs / sizeof cfgs[0]));
@@ -290,6 +293,7 @@ static void test_quality_trained(void **st) {
         {"q4 (selective)", SELQ(HY_WEIGHTS_Q4), 0.94, 0.01},
         {"fp8 (sel.) decode", {.n_threads = 2, .weights = HY_WEIGHTS_FP8, .fast_decode = true}, 0.98, 1e-3},
         {"bf16 KV cache", {.n_threads = 2, .kv_type = HY_KV_BF16}, 0.995, 1e-5},
+        {"fp8 KV cache", {.n_threads = 2, .kv_type = HY_KV_FP8}, 0.985, 4e-4},
     };
     printf("| model            | weights           | pos   | mean KL   | max KL    | top-1  | B/w   |\n");
     quality_model("tiny-trained-bf16", cfgs, (int)(sizeof cfgs / sizeof cfgs[0]));

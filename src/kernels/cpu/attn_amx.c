@@ -73,10 +73,13 @@ static inline __m512i pair16(__m512 a, __m512 b) {
     return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(b, a));
 }
 
-/* Elements i .. i + min(n, 16) of a K / V array (fp32, or bf16 widened exactly where bf) as fp32,
- * zeros past them: pair16 then gives a bf16 cache's values back unchanged */
-static inline __m512 kv_load16(const void *p, size_t i, int n, bool bf) {
-    if (!bf) return amx_load16((const float *)p + i, n);
+/* Elements i .. i + min(n, 16) of a K / V array (kernels/attn.h's HY_ATTN_KV_*: fp32, or bf16 /
+ * fp8 widened exactly) as fp32, zeros past them: pair16 then gives a bf16 cache's values back
+ * unchanged, and an fp8 one's (e4m3 values are bf16 values) */
+static inline __m512 kv_load16(const void *p, size_t i, int n, int fmt) {
+    if (fmt == HY_ATTN_KV_F32) return amx_load16((const float *)p + i, n);
+    if (fmt == HY_ATTN_KV_FP8)
+        return n >= 16 ? vf_load_e4m3((const uint8_t *)p + i) : n > 0 ? vf_load_e4m3n((const uint8_t *)p + i, n) : _mm512_setzero_ps();
     const __m256i h = n >= 16 ? _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i))
                       : n > 0 ? _mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1u), (const uint16_t *)p + i)
                               : _mm256_setzero_si256();
@@ -87,7 +90,7 @@ static inline __m512 kv_load16(const void *p, size_t i, int n, bool bf) {
  * kb[s][n] (s: 32 dims, n: 16 keys, the first nkt of them): row p pairs dims 2p and 2p + 1 of
  * the tile's keys, two rows of the block; zeros past dh and past nb (whatever the block holds
  * there). */
-static void pack_keys(const void *kt, bool bf, int nb, int nkt, int dh, int nds, uint16_t *kb) {
+static void pack_keys(const void *kt, int bf, int nb, int nkt, int dh, int nds, uint16_t *kb) {
     for (int s = 0; s < nds; s++)
         for (int n = 0; n < nkt; n++)
             for (int p = 0; p < 16; p++) {
@@ -100,7 +103,7 @@ static void pack_keys(const void *kt, bool bf, int nb, int nkt, int dh, int nds,
 
 /* Values [0, nb) of the block at v as B tiles vb[ks][dt] (ks: 32 keys, the first nks; dt: 16
  * dims of ndt), zeros past dh and past nb. */
-static void pack_values(const void *v, bool bf, size_t ld, int nb, int nks, int dh, int ndt, uint16_t *vb) {
+static void pack_values(const void *v, int bf, size_t ld, int nb, int nks, int dh, int ndt, uint16_t *vb) {
     for (int ks = 0; ks < nks; ks++)
         for (int p = 0; p < 16; p++) {
             const int j0 = 32 * ks + 2 * p, j1 = j0 + 1;
@@ -239,9 +242,9 @@ static void amx_gqa(const hy_attn_args *a, float *work) {
     const int kmax = a->n_past + a->nt;
     for (int j0 = 0; j0 < kmax; j0 += HY_ATTN_KB) {
         const int nb = kmax - j0 < HY_ATTN_KB ? kmax - j0 : HY_ATTN_KB;
-        const size_t es = a->kv_bf16 ? 2 : 4;
-        pack_keys((const char *)a->k + hy_attn_key_block_at(j0, dh) * es, a->kv_bf16, nb, (nb + 15) / 16, dh, nds, kb);
-        pack_values((const char *)a->v + (size_t)j0 * a->ld * es, a->kv_bf16, a->ld, nb, (nb + 31) / 32, dh, ndt, vb);
+        const size_t es = a->kv_fmt == HY_ATTN_KV_F32 ? 4 : a->kv_fmt == HY_ATTN_KV_BF16 ? 2 : 1;
+        pack_keys((const char *)a->k + hy_attn_key_block_at(j0, dh) * es, a->kv_fmt, nb, (nb + 15) / 16, dh, nds, kb);
+        pack_values((const char *)a->v + (size_t)j0 * a->ld * es, a->kv_fmt, a->ld, nb, (nb + 31) / 32, dh, ndt, vb);
         for (int r0 = 0; r0 < R; r0 += 16) {
             const int mr = R - r0 < 16 ? R - r0 : 16;
             /* rows are in token order, so the tile's last row sees the most keys */

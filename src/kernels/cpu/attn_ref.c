@@ -15,14 +15,15 @@ size_t hy_attn_work_floats(int rows) {
     return 2 * pad16((size_t)(rows > 0 ? rows : 1)) + (size_t)HY_ATTN_MR_MAX * HY_ATTN_KB;
 }
 
+size_t hy_attn_kv_work_floats(int dh) { return 2 * (size_t)HY_ATTN_KB * (size_t)(dh > 0 ? dh : 1); }
+
 void hy_attn_gqa_ref(const hy_attn_args *a, float *work) {
     (void)work;
     for (int t = 0; t < a->nt; t++)
         for (int i = 0; i < a->ng; i++) {
             const float *q = a->q + (size_t)t * a->ldq_t + (size_t)i * a->ldq_h;
             float *out = a->out + (size_t)t * a->ldo_t + (size_t)i * a->ldo_h;
-            if (a->kv_bf16) hy_ref_attn_head_bf16(q, a->k, a->v, a->ld, a->n_past + t + 1, a->dh, a->scale, out);
-            else hy_ref_attn_head(q, a->k, a->v, a->ld, a->n_past + t + 1, a->dh, a->scale, out);
+            hy_ref_attn_head_kv(q, a->k, a->v, a->ld, a->n_past + t + 1, a->dh, a->scale, a->kv_fmt, out);
         }
 }
 

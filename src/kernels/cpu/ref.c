@@ -71,9 +71,10 @@ void hy_ref_matmul(const hy_tensor *W, int T, const float *x, size_t ldx, float 
     }
 }
 
-/* Element i of a key or value array: fp32, or bf16 widened exactly (the upper half of an fp32) */
-static inline float kv_at(const void *p, size_t i, bool bf16) {
-    if (!bf16) return ((const float *)p)[i];
+/* Element i of a key or value array (HY_ATTN_KV_*): fp32, or bf16 / fp8 e4m3fn widened exactly */
+static inline float kv_at(const void *p, size_t i, int fmt) {
+    if (fmt == HY_ATTN_KV_FP8) return hy_fp8_e4m3_to_f32(((const uint8_t *)p)[i]);
+    if (fmt != HY_ATTN_KV_BF16) return ((const float *)p)[i];
     const uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
     float f;
     memcpy(&f, &u, 4);
@@ -85,7 +86,7 @@ static inline float kv_at(const void *p, size_t i, bool bf16) {
  * kernels compute them), across blocks the running max/sum are rescaled (online softmax), so
  * no buffer proportional to the context is needed. */
 static void attn_head(const float *q, const void *k, const void *v, size_t ld, int n_kv, int dh, float scale,
-                      bool bf16, float *out) {
+                      int fmt, float *out) {
     float s[HY_ATTN_KB];
     float m = -INFINITY, l = 0.0f;
     for (int d = 0; d < dh; d++) out[d] = 0.0f;
@@ -95,7 +96,7 @@ static void attn_head(const float *q, const void *k, const void *v, size_t ld, i
         float bm = -INFINITY;
         for (int j = 0; j < nb; j++) s[j] = 0.0f;
         for (int d = 0; d < dh; d++) /* dim by dim: the block's rows are contiguous */
-            for (int j = 0; j < nb; j++) s[j] = fmaf(q[d], kv_at(k, kb + (size_t)d * HY_ATTN_KB + j, bf16), s[j]);
+            for (int j = 0; j < nb; j++) s[j] = fmaf(q[d], kv_at(k, kb + (size_t)d * HY_ATTN_KB + j, fmt), s[j]);
         for (int j = 0; j < nb; j++) {
             s[j] *= scale;
             if (s[j] > bm) bm = s[j];
@@ -110,7 +111,7 @@ static void attn_head(const float *q, const void *k, const void *v, size_t ld, i
             float p = expf(s[j] - m);
             l += p;
             const size_t vj = (size_t)(j0 + j) * ld;
-            for (int d = 0; d < dh; d++) out[d] += p * kv_at(v, vj + (size_t)d, bf16);
+            for (int d = 0; d < dh; d++) out[d] += p * kv_at(v, vj + (size_t)d, fmt);
         }
     }
     float inv = 1.0f / l;
@@ -119,12 +120,12 @@ static void attn_head(const float *q, const void *k, const void *v, size_t ld, i
 
 void hy_ref_attn_head(const float *q, const float *k, const float *v, size_t ld, int n_kv, int dh, float scale,
                       float *out) {
-    attn_head(q, k, v, ld, n_kv, dh, scale, false, out);
+    attn_head(q, k, v, ld, n_kv, dh, scale, HY_ATTN_KV_F32, out);
 }
 
-void hy_ref_attn_head_bf16(const float *q, const uint16_t *k, const uint16_t *v, size_t ld, int n_kv, int dh,
-                           float scale, float *out) {
-    attn_head(q, k, v, ld, n_kv, dh, scale, true, out);
+void hy_ref_attn_head_kv(const float *q, const void *k, const void *v, size_t ld, int n_kv, int dh, float scale,
+                         int kv_fmt, float *out) {
+    attn_head(q, k, v, ld, n_kv, dh, scale, kv_fmt, out);
 }
 
 void hy_ref_rmsnorm(const float *x, const float *w, int n, float eps, bool one_plus, float *y) {
