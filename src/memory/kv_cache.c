@@ -76,27 +76,15 @@ void hy_kv_cache_free(hy_kv_cache *kv) {
     free(kv);
 }
 
-/* nearest-even bf16 of x (NaN stays NaN, quieted) */
-static uint16_t to_bf16(float x) {
-    uint32_t u;
-    memcpy(&u, &x, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-static float from_bf16(uint16_t h) {
-    const uint32_t u = (uint32_t)h << 16;
-    float x;
-    memcpy(&x, &u, 4);
-    return x;
-}
+/* stored: bf16 nearest even (NaN quieted), e4m3fn nearest even saturating (base/fp.h) */
 static void put_elem(const hy_kv_cache *kv, void *base, size_t i, float x) {
     if (kv->type == HY_KV_FP8) ((uint8_t *)base)[i] = hy_f32_to_fp8_e4m3(x);
-    else if (kv->type == HY_KV_BF16) ((uint16_t *)base)[i] = to_bf16(x);
+    else if (kv->type == HY_KV_BF16) ((uint16_t *)base)[i] = hy_f32_to_bf16(x);
     else ((float *)base)[i] = x;
 }
 static float get_elem(const hy_kv_cache *kv, const void *base, size_t i) {
     if (kv->type == HY_KV_FP8) return hy_fp8_e4m3_to_f32(((const uint8_t *)base)[i]);
-    return kv->type == HY_KV_BF16 ? from_bf16(((const uint16_t *)base)[i]) : ((const float *)base)[i];
+    return kv->type == HY_KV_BF16 ? hy_bf16_to_f32(((const uint16_t *)base)[i]) : ((const float *)base)[i];
 }
 /* the element index of position pos's key dim 0 in its head's key blocks (dim d: + d * HY_KV_BLOCK) */
 static size_t kcol(const hy_kv_cache *kv, int pos) {

@@ -90,28 +90,28 @@ static inline __m512 kv_load16(const void *p, size_t i, int n, int fmt) {
  * kb[s][n] (s: 32 dims, n: 16 keys, the first nkt of them): row p pairs dims 2p and 2p + 1 of
  * the tile's keys, two rows of the block; zeros past dh and past nb (whatever the block holds
  * there). */
-static void pack_keys(const void *kt, int bf, int nb, int nkt, int dh, int nds, uint16_t *kb) {
+static void pack_keys(const void *kt, int fmt, int nb, int nkt, int dh, int nds, uint16_t *kb) {
     for (int s = 0; s < nds; s++)
         for (int n = 0; n < nkt; n++)
             for (int p = 0; p < 16; p++) {
                 const int d0 = 32 * s + 2 * p, nk = nb - 16 * n; /* keys of this tile */
-                const __m512 a = kv_load16(kt, (size_t)d0 * HY_ATTN_KB + 16 * n, d0 < dh ? nk : 0, bf);
-                const __m512 b = kv_load16(kt, (size_t)(d0 + 1) * HY_ATTN_KB + 16 * n, d0 + 1 < dh ? nk : 0, bf);
+                const __m512 a = kv_load16(kt, (size_t)d0 * HY_ATTN_KB + 16 * n, d0 < dh ? nk : 0, fmt);
+                const __m512 b = kv_load16(kt, (size_t)(d0 + 1) * HY_ATTN_KB + 16 * n, d0 + 1 < dh ? nk : 0, fmt);
                 _mm512_storeu_si512(kb + (((size_t)s * 4 + (size_t)n) * 16 + (size_t)p) * 32, pair16(a, b));
             }
 }
 
 /* Values [0, nb) of the block at v as B tiles vb[ks][dt] (ks: 32 keys, the first nks; dt: 16
  * dims of ndt), zeros past dh and past nb. */
-static void pack_values(const void *v, int bf, size_t ld, int nb, int nks, int dh, int ndt, uint16_t *vb) {
+static void pack_values(const void *v, int fmt, size_t ld, int nb, int nks, int dh, int ndt, uint16_t *vb) {
     for (int ks = 0; ks < nks; ks++)
         for (int p = 0; p < 16; p++) {
             const int j0 = 32 * ks + 2 * p, j1 = j0 + 1;
             const size_t v0 = (size_t)j0 * ld, v1 = (size_t)j1 * ld;
             for (int dt = 0; dt < ndt; dt++) {
                 const int n = dh - 16 * dt;
-                const __m512 a = kv_load16(v, v0 + 16 * (size_t)dt, j0 < nb ? n : 0, bf),
-                             b = kv_load16(v, v1 + 16 * (size_t)dt, j1 < nb ? n : 0, bf);
+                const __m512 a = kv_load16(v, v0 + 16 * (size_t)dt, j0 < nb ? n : 0, fmt),
+                             b = kv_load16(v, v1 + 16 * (size_t)dt, j1 < nb ? n : 0, fmt);
                 _mm512_storeu_si512(vb + (((size_t)ks * ndt + (size_t)dt) * 16 + (size_t)p) * 32, pair16(a, b));
             }
         }

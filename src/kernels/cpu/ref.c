@@ -74,11 +74,8 @@ void hy_ref_matmul(const hy_tensor *W, int T, const float *x, size_t ldx, float 
 /* Element i of a key or value array (HY_ATTN_KV_*): fp32, or bf16 / fp8 e4m3fn widened exactly */
 static inline float kv_at(const void *p, size_t i, int fmt) {
     if (fmt == HY_ATTN_KV_FP8) return hy_fp8_e4m3_to_f32(((const uint8_t *)p)[i]);
-    if (fmt != HY_ATTN_KV_BF16) return ((const float *)p)[i];
-    const uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    if (fmt == HY_ATTN_KV_BF16) return hy_bf16_to_f32(((const uint16_t *)p)[i]);
+    return ((const float *)p)[i];
 }
 
 /* Keys are visited in their blocks of HY_ATTN_KB (stored transposed, kernels/attn.h); within a
