@@ -139,11 +139,6 @@ void hy_kv_cache_write_pos(const hy_kv_cache *kv, int layer, int pos, const void
     }
 }
 
-void hy_kv_cache_set_pos(const hy_kv_cache *kv, int layer, int pos, const float *k, const float *v) {
-    for (int h = 0; h < kv->n_heads; h++)
-        hy_kv_cache_put(kv, layer, h, pos, k + (size_t)h * kv->head_dim, v + (size_t)h * kv->head_dim);
-}
-
 void hy_kv_cache_copy(hy_kv_cache *dst, const hy_kv_cache *src, int n) {
     if (n <= 0) return;
     const size_t dh = (size_t)src->head_dim, nb = (size_t)(n + HY_KV_BLOCK - 1) / HY_KV_BLOCK, es = src->es;

@@ -76,9 +76,8 @@ void hy_kv_cache_put(const hy_kv_cache *kv, int layer, int head, int pos, const 
  * element type (es bytes each): out of / into the cache, bits unchanged. */
 void hy_kv_cache_read_pos(const hy_kv_cache *kv, int layer, int pos, void *k, void *v);
 void hy_kv_cache_write_pos(const hy_kv_cache *kv, int layer, int pos, const void *k, const void *v);
-/* Position pos of one layer, every head (kv_dim floats each, head after head): out of / into the cache. */
+/* Position pos of one layer, every head (kv_dim floats each, head after head), widened to fp32. */
 void hy_kv_cache_get_pos(const hy_kv_cache *kv, int layer, int pos, float *k, float *v);
-void hy_kv_cache_set_pos(const hy_kv_cache *kv, int layer, int pos, const float *k, const float *v);
 /* Positions [0, n) of every layer and head from src into dst (the same shape and type). */
 void hy_kv_cache_copy(hy_kv_cache *dst, const hy_kv_cache *src, int n);
 
