@@ -42,6 +42,8 @@
 #define HY_ATTN_KV_F32 0
 #define HY_ATTN_KV_BF16 1
 #define HY_ATTN_KV_FP8 2
+/* Bytes per K / V element of a kv_fmt */
+static inline size_t hy_attn_kv_es(int fmt) { return fmt == HY_ATTN_KV_FP8 ? 1 : fmt == HY_ATTN_KV_BF16 ? 2 : 4; }
 
 typedef struct hy_attn_args {
     const float *q;  /* query row (t, i) at q + t*ldq_t + i*ldq_h: dh floats, t < nt, i < ng */

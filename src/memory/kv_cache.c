@@ -11,6 +11,8 @@
 
 const char *hy_kv_type_name(hy_kv_type t) { return t == HY_KV_FP8 ? "fp8" : t == HY_KV_BF16 ? "bf16" : "f32"; }
 
+size_t hy_kv_type_bytes(hy_kv_type t) { return t == HY_KV_F32 ? 4 : t == HY_KV_BF16 ? 2 : t == HY_KV_FP8 ? 1 : 0; }
+
 int hy_kv_type_parse(const char *s, hy_kv_type *out) {
     if (!s) return -1;
     if (!strcmp(s, "f32") || !strcmp(s, "fp32")) *out = HY_KV_F32;
@@ -29,9 +31,8 @@ static void *map_zero(size_t bytes) {
 int hy_kv_cache_create(hy_kv_cache **out, int n_layers, int max_tokens, int n_heads, int head_dim, hy_kv_type type,
                        hy_err *err) {
     *out = NULL;
-    if (type != HY_KV_F32 && type != HY_KV_BF16 && type != HY_KV_FP8)
-        return hy_err_set(err, HY_E_INVALID, "kv cache: unknown type %d", (int)type);
-    const size_t es = type == HY_KV_FP8 ? 1 : type == HY_KV_BF16 ? 2 : 4;
+    const size_t es = hy_kv_type_bytes(type);
+    if (!es) return hy_err_set(err, HY_E_INVALID, "kv cache: unknown type %d", (int)type);
     if (n_layers < 0 || max_tokens < 1 || n_heads < 1 || head_dim < 1)
         return hy_err_set(err, HY_E_INVALID, "kv cache: bad sizes (layers %d, max_tokens %d, heads %d, head_dim %d)",
                           n_layers, max_tokens, n_heads, head_dim);

@@ -39,6 +39,8 @@ typedef enum hy_kv_type { HY_KV_F32 = 0, HY_KV_BF16 = 1, HY_KV_FP8 = 2 } hy_kv_t
 
 /* "f32" / "bf16" / "fp8"; parse: 0, or -1 for anything else */
 const char *hy_kv_type_name(hy_kv_type t);
+/* Bytes per element: 4, 2 or 1; 0 for a value that is no hy_kv_type */
+size_t hy_kv_type_bytes(hy_kv_type t);
 int hy_kv_type_parse(const char *s, hy_kv_type *out);
 
 typedef struct hy_kv_cache {

@@ -203,7 +203,7 @@ int hy_ctx_create(hy_ctx **out, const hy_model *m, const hy_ctx_opts *opts, hy_e
     c->ops = &c->kern.ops;
     c->gdn = c->kern.gdn;
     c->kv_type = opts ? opts->kv_type : HY_KV_F32;
-    if (c->kv_type != HY_KV_F32 && c->kv_type != HY_KV_BF16 && c->kv_type != HY_KV_FP8) {
+    if (!hy_kv_type_bytes(c->kv_type)) {
         hy_ctx_free(c);
         return hy_err_set(err, HY_E_INVALID, "forward: unknown KV cache type %d", (int)opts->kv_type);
     }

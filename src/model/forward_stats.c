@@ -33,7 +33,7 @@ void hy_ctx_costs(const hy_ctx *c, hy_fwd_costs *o) {
         o->gdn_state_bytes = (uint64_t)n_gdn *
                              ((uint64_t)d->Hv * d->dk * d->dv + (uint64_t)(d->K - 1) * d->conv_dim) * sizeof(float);
     if (n_attn) {
-        o->kv_bytes_per_pos = (uint64_t)n_attn * 2 * (uint64_t)d->Hkv * d->Dh * (c->kv_type == HY_KV_FP8 ? 1 : c->kv_type == HY_KV_BF16 ? 2 : 4);
+        o->kv_bytes_per_pos = (uint64_t)n_attn * 2 * (uint64_t)d->Hkv * d->Dh * hy_kv_type_bytes(c->kv_type);
         o->attn_flops_per_key = (uint64_t)n_attn * 4 * (uint64_t)d->Hq * d->Dh;
     }
 }

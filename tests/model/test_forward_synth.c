@@ -296,7 +296,11 @@ static void test_invariance_and_threads(void **st) {
 #define KV_BF16_SPLIT_TOL 2e-3
 #define KV_FP8_TOL 0.3
 #define KV_FP8_SPLIT_TOL 3e-2
-static void kv_q_splits(const synth_cfg *c, hy_kv_type kv, double tol, double split_tol, bool exact) {
+/* Both types on one model: the fp32 cache's run once, each type's against it (tol) and its
+ * splits against its one call (split_tol, or bit-identical where exact). */
+static void kv_q_splits(const synth_cfg *c, bool exact) {
+    static const struct { hy_kv_type kv; double tol, split_tol; } types[] = {
+        {HY_KV_BF16, KV_BF16_TOL, KV_BF16_SPLIT_TOL}, {HY_KV_FP8, KV_FP8_TOL, KV_FP8_SPLIT_TOL}};
     synth_model *s = synth_create(c);
     const int n = 129;
     const size_t nv = (size_t)n * c->vocab;
@@ -304,43 +308,47 @@ static void kv_q_splits(const synth_cfg *c, hy_kv_type kv, double tol, double sp
     int one[1] = {n};
     static const int sp[] = {1, 62, 66};
     float *f32 = engine_run(&s->m, ids, n, one, 1, 1, 0);
-    float *base = engine_run_kv(&s->m, ids, n, one, 1, 1, 0, HY_WRES_AUTO, kv);
-    double e = hy_test_max_abs_diff(base, f32, nv), amax = 0.0;
+    double amax = 0.0;
     for (size_t i = 0; i < nv; i++) amax = fabs((double)f32[i]) > amax ? fabs((double)f32[i]) : amax;
-    printf("%s: %s KV vs f32 KV max|d| = %.3g (logits up to %.3g)\n", c->layer_pattern, hy_kv_type_name(kv), e, amax);
-    assert_true(e > 0.0); /* the cache did round */
-    assert_true(e <= tol);
     int *tok = malloc(sizeof(int) * n);
     for (int i = 0; i < n; i++) tok[i] = 1;
-    float *run[3] = {engine_run_kv(&s->m, ids, n, sp, 3, 1, 0, HY_WRES_AUTO, kv),
-                     engine_run_kv(&s->m, ids, n, one, 1, 1, 64, HY_WRES_AUTO, kv),
-                     engine_run_kv(&s->m, ids, n, tok, n, 1, 0, HY_WRES_AUTO, kv)};
-    static const char *name[3] = {"split 1+62+66", "64-token steps", "token by token"};
-    for (int r = 0; r < 3; r++) {
-        e = hy_test_max_abs_diff(base, run[r], nv);
-        printf("%s: %s KV %s vs one call max|d| = %.3g\n", c->layer_pattern, hy_kv_type_name(kv), name[r], e);
-        if (exact) assert_memory_equal(base, run[r], nv * sizeof(float));
-        else assert_true(e <= split_tol);
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const hy_kv_type kv = types[ti].kv;
+        float *base = engine_run_kv(&s->m, ids, n, one, 1, 1, 0, HY_WRES_AUTO, kv);
+        double e = hy_test_max_abs_diff(base, f32, nv);
+        printf("%s: %s KV vs f32 KV max|d| = %.3g (logits up to %.3g)\n", c->layer_pattern, hy_kv_type_name(kv), e,
+               amax);
+        assert_true(e > 0.0); /* the cache did round */
+        assert_true(e <= types[ti].tol);
+        float *run[3] = {engine_run_kv(&s->m, ids, n, sp, 3, 1, 0, HY_WRES_AUTO, kv),
+                         engine_run_kv(&s->m, ids, n, one, 1, 1, 64, HY_WRES_AUTO, kv),
+                         engine_run_kv(&s->m, ids, n, tok, n, 1, 0, HY_WRES_AUTO, kv)};
+        static const char *name[3] = {"split 1+62+66", "64-token steps", "token by token"};
+        for (int r = 0; r < 3; r++) {
+            e = hy_test_max_abs_diff(base, run[r], nv);
+            printf("%s: %s KV %s vs one call max|d| = %.3g\n", c->layer_pattern, hy_kv_type_name(kv), name[r], e);
+            if (exact) assert_memory_equal(base, run[r], nv * sizeof(float));
+            else assert_true(e <= types[ti].split_tol);
+        }
+        float *lg = engine_run_kv(&s->m, ids, n, one, 1, 2, 0, HY_WRES_AUTO, kv);
+        assert_memory_equal(base, lg, nv * sizeof(float));
+        free(lg);
+        lg = engine_run_kv(&s->m, ids, n, tok, n, 2, 0, HY_WRES_AUTO, kv);
+        assert_memory_equal(run[2], lg, nv * sizeof(float));
+        free(lg);
+        for (int r = 0; r < 3; r++) free(run[r]);
+        free(base);
     }
-    float *lg = engine_run_kv(&s->m, ids, n, one, 1, 2, 0, HY_WRES_AUTO, kv);
-    assert_memory_equal(base, lg, nv * sizeof(float));
-    free(lg);
-    lg = engine_run_kv(&s->m, ids, n, tok, n, 2, 0, HY_WRES_AUTO, kv);
-    assert_memory_equal(run[2], lg, nv * sizeof(float));
-    free(lg);
-    for (int r = 0; r < 3; r++) free(run[r]);
-    free(tok); free(f32); free(base); free(ids);
+    free(tok); free(f32); free(ids);
     synth_free(s);
 }
 
 static void test_kv_bf16(void **st) {
     (void)st;
     synth_cfg c = synth_default_cfg();
-    kv_q_splits(&c, HY_KV_BF16, KV_BF16_TOL, KV_BF16_SPLIT_TOL, false);
-    kv_q_splits(&c, HY_KV_FP8, KV_FP8_TOL, KV_FP8_SPLIT_TOL, false);
+    kv_q_splits(&c, false);
     c.layer_pattern = "aaaa";
-    kv_q_splits(&c, HY_KV_BF16, KV_BF16_TOL, 0, true);
-    kv_q_splits(&c, HY_KV_FP8, KV_FP8_TOL, 0, true);
+    kv_q_splits(&c, true);
     synth_model *s = synth_create(&c);
     hy_seq *s32 = NULL, *s16 = NULL;
     hy_err err;

@@ -80,10 +80,7 @@ static inline __m512 kv_load16(const void *p, size_t i, int n, int fmt) {
     if (fmt == HY_ATTN_KV_F32) return amx_load16((const float *)p + i, n);
     if (fmt == HY_ATTN_KV_FP8)
         return n >= 16 ? vf_load_e4m3((const uint8_t *)p + i) : n > 0 ? vf_load_e4m3n((const uint8_t *)p + i, n) : _mm512_setzero_ps();
-    const __m256i h = n >= 16 ? _mm256_loadu_si256((const __m256i *)((const uint16_t *)p + i))
-                      : n > 0 ? _mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1u), (const uint16_t *)p + i)
-                              : _mm256_setzero_si256();
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    return n >= 16 ? vf_load_bf16((const uint16_t *)p + i) : n > 0 ? vf_load_bf16n((const uint16_t *)p + i, n) : _mm512_setzero_ps();
 }
 
 /* Keys [0, nb) of the block kt (transposed: dim d's keys at kt + d·HY_ATTN_KB) as B tiles
@@ -242,7 +239,7 @@ static void amx_gqa(const hy_attn_args *a, float *work) {
     const int kmax = a->n_past + a->nt;
     for (int j0 = 0; j0 < kmax; j0 += HY_ATTN_KB) {
         const int nb = kmax - j0 < HY_ATTN_KB ? kmax - j0 : HY_ATTN_KB;
-        const size_t es = a->kv_fmt == HY_ATTN_KV_F32 ? 4 : a->kv_fmt == HY_ATTN_KV_BF16 ? 2 : 1;
+        const size_t es = hy_attn_kv_es(a->kv_fmt);
         pack_keys((const char *)a->k + hy_attn_key_block_at(j0, dh) * es, a->kv_fmt, nb, (nb + 15) / 16, dh, nds, kb);
         pack_values((const char *)a->v + (size_t)j0 * a->ld * es, a->kv_fmt, a->ld, nb, (nb + 31) / 32, dh, ndt, vb);
         for (int r0 = 0; r0 < R; r0 += 16) {
