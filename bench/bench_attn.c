@@ -14,6 +14,7 @@
  * One thread; times are thread-CPU times (the machine is shared), best of reps; ratios vs ref.
  * Usage: bench_attn [reps]. Prints a table; no asserts. */
 #include "base/alloc.h"
+#include "base/fp.h"
 #include "kernels/attn.h"
 #include "kernels/cpu/dispatch.h"
 
@@ -23,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 static double cpu_s(void) {
     struct timespec ts;
@@ -38,9 +42,13 @@ static float frand(uint64_t *s) {
 typedef struct shape {
     const char *name;
     int dh, ng, nt, n_ctx; /* n_ctx: keys visible to the last token */
+    int kv;                /* HY_ATTN_KV_*: the cache's element type */
 } shape;
 
 int main(int argc, char **argv) {
+#if defined(__x86_64__)
+    _mm_setcsr(_mm_getcsr() | 0x8000u); /* FTZ, as the engine's threads run (base/threadpool.h) */
+#endif
     const int reps = argc > 1 ? atoi(argv[1]) : 3;
     hy_cpu_features f;
     hy_cpu_detect(&f);
@@ -53,15 +61,18 @@ int main(int argc, char **argv) {
     if (hy_cpu_amx_select(&f, getenv("HYLA_AMX"), true, &amx, &e) != 0) amx = false;
     const hy_attn_ops *amx_ops = amx ? hy_attn_ops_amx() : NULL;
     static const shape shapes[] = {
-        {"prefill dh256 g4 64 tok @ 512", 256, 4, 64, 512},
-        {"prefill dh256 g4 64 tok @ 4096", 256, 4, 64, 4096},
-        {"prefill dh256 g4 64 tok @ 32768", 256, 4, 64, 32768},
-        {"prefill dh256 g6 64 tok @ 4096", 256, 6, 64, 4096},
-        {"prefill dh32 g2 64 tok @ 4096", 32, 2, 64, 4096},
-        {"decode dh256 g4 @ 4096", 256, 4, 1, 4096},
-        {"decode dh256 g4 @ 32768", 256, 4, 1, 32768},
-        {"decode dh256 g6 @ 32768", 256, 6, 1, 32768},
-        {"decode dh32 g2 @ 32768", 32, 2, 1, 32768},
+        {"prefill dh256 g4 64 tok @ 512", 256, 4, 64, 512, HY_ATTN_KV_F32},
+        {"prefill dh256 g4 64 tok @ 4096", 256, 4, 64, 4096, HY_ATTN_KV_F32},
+        {"prefill dh256 g4 64 tok @ 32768", 256, 4, 64, 32768, HY_ATTN_KV_F32},
+        {"prefill dh256 g6 64 tok @ 4096", 256, 6, 64, 4096, HY_ATTN_KV_F32},
+        {"prefill dh32 g2 64 tok @ 4096", 32, 2, 64, 4096, HY_ATTN_KV_F32},
+        {"decode dh256 g4 @ 4096", 256, 4, 1, 4096, HY_ATTN_KV_F32},
+        {"decode dh256 g4 @ 32768", 256, 4, 1, 32768, HY_ATTN_KV_F32},
+        {"decode dh256 g6 @ 32768", 256, 6, 1, 32768, HY_ATTN_KV_F32},
+        {"decode dh32 g2 @ 32768", 32, 2, 1, 32768, HY_ATTN_KV_F32},
+        {"decode dh256 g4 @ 32768, bf16 cache", 256, 4, 1, 32768, HY_ATTN_KV_BF16},
+        {"decode dh256 g4 @ 32768, fp8 cache", 256, 4, 1, 32768, HY_ATTN_KV_FP8},
+        {"decode dh256 g6 @ 32768, fp8 cache", 256, 6, 1, 32768, HY_ATTN_KV_FP8},
     };
     printf("  %-46s", "shape (one KV head)");
     for (int i = 0; i < nt; i++) printf(" %18s", tiers[i]->name);
@@ -74,19 +85,25 @@ int main(int argc, char **argv) {
         float *k = hy_calloc_aligned(n * ld, sizeof(float)), *v = hy_calloc_aligned(n * ld, sizeof(float));
         float *q = hy_calloc_aligned((size_t)s->nt * s->ng * s->dh, sizeof(float));
         float *o = hy_calloc_aligned((size_t)s->nt * s->ng * s->dh, sizeof(float));
-        const size_t wf = hy_attn_work_floats(s->nt * s->ng), wa = hy_attn_amx_work_floats(s->nt * s->ng, s->dh);
+        const size_t wf = hy_attn_work_floats(s->nt * s->ng) + hy_attn_kv_work_floats(s->dh), wa = hy_attn_amx_work_floats(s->nt * s->ng, s->dh);
         float *w = hy_calloc_aligned(wf > wa ? wf : wa, sizeof(float));
         if (!k || !v || !q || !o || !w) return 1;
         uint64_t seed = 1;
         for (size_t i = 0; i < n * ld; i++) k[i] = frand(&seed), v[i] = frand(&seed); /* k: any order is some keys */
         for (size_t i = 0; i < (size_t)s->nt * s->ng * s->dh; i++) q[i] = frand(&seed);
+        /* a bf16 / fp8 cache: the same values rounded, in place (the buffers are big enough) */
+        for (size_t i = 0; i < n * ld && s->kv != HY_ATTN_KV_F32; i++) {
+            if (s->kv == HY_ATTN_KV_BF16)
+                ((uint16_t *)k)[i] = hy_f32_to_bf16(k[i]), ((uint16_t *)v)[i] = hy_f32_to_bf16(v[i]);
+            else ((uint8_t *)k)[i] = hy_f32_to_fp8_e4m3(k[i]), ((uint8_t *)v)[i] = hy_f32_to_fp8_e4m3(v[i]);
+        }
         hy_attn_args a = {.q = q, .ldq_t = (size_t)s->ng * s->dh, .ldq_h = (size_t)s->dh, .out = o,
-                          .ldo_t = (size_t)s->ng * s->dh, .ldo_h = (size_t)s->dh, .k = k, .v = v, .ld = ld,
+                          .ldo_t = (size_t)s->ng * s->dh, .ldo_h = (size_t)s->dh, .k = k, .v = v, .ld = ld, .kv_fmt = s->kv,
                           .nt = s->nt, .ng = s->ng, .n_past = s->n_ctx - s->nt, .dh = s->dh,
                           .scale = 1.0f / sqrtf((float)s->dh)};
         double keys = 0; /* visible (row, key) pairs */
         for (int t = 0; t < s->nt; t++) keys += (double)s->ng * (a.n_past + t + 1);
-        const double flops = 4.0 * s->dh * keys, bytes = 2.0 * n * (size_t)s->dh * sizeof(float);
+        const double flops = 4.0 * s->dh * keys, bytes = 2.0 * n * (size_t)s->dh * hy_attn_kv_es(s->kv);
         const int nk = nt + (amx_ops && s->nt > 1); /* kernels measured: the tiers, then AMX */
         double best[HY_ISA_COUNT + 1];
         for (int i = 0; i < nk; i++) best[i] = 1e30;

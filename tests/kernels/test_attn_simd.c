@@ -185,7 +185,7 @@ static uint16_t bf16_bits(float x) {
  * the same values on every kernel of ops: bit-identical outputs. fp8 values are random codes
  * (NaN codes excluded) scaled by 2^-2 .. 2^-6 per case, subnormal codes included. Returns the
  * kernels run. */
-static int run_case_kvq(const acase *c, uint64_t seed, const hy_attn_ops *const *ops, int n, int fmt) {
+static int run_case_kvq(const acase *c, uint64_t seed, const hy_attn_ops *const *ops, int n, int fmt, int nan_codes) {
     rng r = {seed};
     const int dh = c->dh, ng = c->ng, hkv = c->hkv, nt = c->nt, nkv = c->n_past + c->nt;
     const size_t ld = (size_t)hkv * dh, ldq_h = 2 * (size_t)dh, ldq_t = (size_t)hkv * ng * ldq_h;
@@ -201,6 +201,13 @@ static int run_case_kvq(const acase *c, uint64_t seed, const hy_attn_ops *const 
             k[i] = hy_fp8_e4m3_to_f32(kc[i]), v[i] = hy_fp8_e4m3_to_f32(vc[i]);
         } else k[i] = bf16r(rng_sym(&r)), v[i] = bf16r(rng_sym(&r));
     }
+    /* nan_codes (fp8): one visible NaN code, 1: the value of key 5 at dim 7 (0xff: every row
+     * weights it, so that dim of every output is NaN), 2: key 9's dim 3 (0x7f: its score is
+     * NaN, whatever a kernel makes of that); a widening that read it as a number (±480) would
+     * differ from the fp32 NaN */
+    const size_t g0 = (size_t)(hkv - 1) * dh;
+    if (nan_codes == 1) vc[5 * ld + g0 + 7] = 0xff, v[5 * ld + g0 + 7] = hy_fp8_e4m3_to_f32(0xff);
+    if (nan_codes == 2) kc[9 * ld + g0 + 3] = 0x7f, k[9 * ld + g0 + 3] = hy_fp8_e4m3_to_f32(0x7f);
     for (size_t i = 0; i < (size_t)nt * ldq_t; i++) q[i] = c->qscale * rng_sym(&r) * (fmt == HY_ATTN_KV_FP8 ? 0x1p-6f : 1.0f);
     const int g = hkv - 1;
     float *kb = to_blocks(k + (size_t)g * dh, ld, nkv, dh);
@@ -229,6 +236,7 @@ static int run_case_kvq(const acase *c, uint64_t seed, const hy_attn_ops *const 
         a.k = kq, a.v = vq + (size_t)g * dh * es, a.kv_fmt = fmt, a.out = oq + (size_t)g * ng * dh;
         ops[ti]->gqa(&a, work);
         const int same = !memcmp(o32, oq, (size_t)nt * ldo_t * sizeof(float));
+        if (nan_codes == 1) assert_true(isnan(oq[(size_t)g * ng * dh + 7]));
         if (!same)
             printf("  %s: %s KV differs from fp32 KV: dh %d ng %d nt %d n_past %d\n", ops[ti]->name,
                    fmt == HY_ATTN_KV_FP8 ? "fp8" : "bf16", dh, ng, nt, c->n_past);
@@ -245,8 +253,8 @@ static int run_kvq_all(const acase *c, uint64_t seed) {
     all[n++] = hy_attn_ops_ref();
     for (int i = 0; i < n_tiers; i++) all[n++] = tiers[i];
     if (amx) all[n++] = amx;
-    run_case_kvq(c, seed, all, n, HY_ATTN_KV_BF16);
-    return run_case_kvq(c, seed, all, n, HY_ATTN_KV_FP8);
+    run_case_kvq(c, seed, all, n, HY_ATTN_KV_BF16, 0);
+    return run_case_kvq(c, seed, all, n, HY_ATTN_KV_FP8, 0);
 }
 
 /* Every SIMD tier against the fp32 oracle. */
@@ -289,6 +297,17 @@ static void test_cases(void **st) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) nk = run_kvq_all(&cases[i], 3000 + i);
     printf("bf16 and fp8 KV against fp32 KV of the same values: %zu cases x %d kernel(s), bit-identical\n",
            sizeof cases / sizeof cases[0], nk);
+    { /* NaN codes read as NaN: decode, and a prefill block of several row tiles (staged) */
+        const hy_attn_ops *all[HY_ISA_COUNT + 2];
+        int n = 0;
+        all[n++] = hy_attn_ops_ref();
+        for (int i = 0; i < n_tiers; i++) all[n++] = tiers[i];
+        if (amx) all[n++] = amx;
+        static const acase nc[] = {{40, 3, 2, 1, 77, 1.0f}, {256, 4, 2, 16, 20, 1.0f}};
+        for (int i = 0; i < 2; i++)
+            for (int m = 1; m <= 2; m++) run_case_kvq(&nc[i], 5000 + (uint64_t)i, all, n, HY_ATTN_KV_FP8, m);
+        printf("fp8 NaN codes in V and in K: bit-identical to fp32 NaN on %d kernel(s)\n", n);
+    }
     if (!amx) return;
     worst = 0.0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -82,6 +82,10 @@ enum { OF, OB };
     X(cmp_gt_oq, KF, OB, 2, PUT(_mm512_cmp_ps_mask(FA, FB, _CMP_GT_OQ)))                                      \
     X(cmp_ord_q, KF, OB, 2, PUT(_mm512_cmp_ps_mask(FA, FB, _CMP_ORD_Q)))                                      \
     X(maskz_mov_ps, KF, OB, 64, PUT(_mm512_maskz_mov_ps((__mmask16)M64, FA)))                                 \
+    X(mask_mul_ps, KF, OF, 64, PUT(_mm512_mask_mul_ps(FC, (__mmask16)M64, FA, FB)))                           \
+    /* half the lanes equal: a against a with b's low bit of each lane flipped in */                            \
+    X(cmpeq_epi16_mask_256, KI, OB, 2,                                                                        \
+      PUT(_mm256_cmpeq_epi16_mask(LO256(IA), _mm256_xor_si256(LO256(IA), _mm256_and_si256(LO256(IB), _mm256_set1_epi16(1)))))) \
     X(reduce_add_ps, KF, OF, 4, PUT(_mm512_reduce_add_ps(FA)))                                                \
     X(reduce_max_ps, KF, OF, 4, PUT(_mm512_reduce_max_ps(FA)))                                                \
     X(reduce_add_epi32, KI, OB, 4, int32_t t_[16]; memcpy(t_, a_, 64); for (int i_ = 0; i_ < 16; i_++) t_[i_] >>= 5; \
@@ -260,6 +264,22 @@ REF(maskz_mov_ps) {
         if ((m >> i) & 1) memcpy(&v, (const float *)a_ + i, 4);
         memcpy((float *)r_ + i, &v, 4);
     }
+}
+REF(mask_mul_ps) {
+    UNUSED3;
+    const uint64_t m = mask_of(c_);
+    const float *a = a_, *b = b_, *c = c_;
+    for (int i = 0; i < 16; i++) {
+        const float v = (m >> i) & 1 ? a[i] * b[i] : c[i];
+        memcpy((float *)r_ + i, &v, 4);
+    }
+}
+REF(cmpeq_epi16_mask_256) {
+    UNUSED3;
+    const int16_t *a = a_, *b = b_;
+    uint16_t m = 0;
+    for (int i = 0; i < 16; i++) m = (uint16_t)(m | (a[i] == (a[i] ^ (b[i] & 1))) << i);
+    memcpy(r_, &m, 2);
 }
 /* VSCALEFPS: a · 2^floor(b), with the specials of Intel's table */
 REF(scalef_ps) {

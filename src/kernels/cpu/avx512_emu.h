@@ -230,6 +230,21 @@ E5N __m512 e5_maskz_mov_ps(__mmask16 m, __m512 a) {
         if (!((m >> i) & 1)) r[i] = 0.0f;
     return (__m512)r;
 }
+E5N __mmask16 e5_cmpeq_epi16_mask256(__m256i a, __m256i b) {
+    int16_t x[16], y[16];
+    memcpy(x, &a, 32);
+    memcpy(y, &b, 32);
+    unsigned m = 0;
+    for (int i = 0; i < 16; i++) m |= (unsigned)(x[i] == y[i]) << i;
+    return (__mmask16)m;
+}
+E5N __m512 e5_mask_mul_ps(__m512 src, __mmask16 k, __m512 a, __m512 b) {
+    e5_f32 r = (e5_f32)src;
+    const e5_f32 x = (e5_f32)a, y = (e5_f32)b;
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1) r[i] = x[i] * y[i];
+    return (__m512)r;
+}
 /* GCC's trees (avx512fintrin.h): 256-bit halves (high op low), 128-bit halves, then {2,3,0,1} */
 E5N float e5_reduce_add_ps(__m512 a) {
     const e5_f32 v = (e5_f32)a;
@@ -512,6 +527,10 @@ E5 __m512 e5_dpbf16_ps(__m512 src, __m512bh a, __m512bh b) {
 #define _mm512_cmp_ps_mask e5_cmp_ps_mask
 #undef _mm512_maskz_mov_ps
 #define _mm512_maskz_mov_ps e5_maskz_mov_ps
+#undef _mm512_mask_mul_ps
+#define _mm512_mask_mul_ps e5_mask_mul_ps
+#undef _mm256_cmpeq_epi16_mask
+#define _mm256_cmpeq_epi16_mask e5_cmpeq_epi16_mask256
 #undef _mm512_reduce_add_ps
 #define _mm512_reduce_add_ps e5_reduce_add_ps
 #undef _mm512_reduce_max_ps
