@@ -23,7 +23,8 @@
  *       FP8: y = Σ_k e4m3(o,k)·fl32(scale(o,k)·x(t,k)): the block scale multiplies the
  *       activation (once per row block) instead of the weight (once per weight), which leaves
  *       the decode GEMV nothing to multiply per weight (it was bound by that). Where
- *       scale·x is subnormal (below 2^-126) kernels may keep more of its bits.
+ *       scale·x is subnormal (below 2^-126) kernels may keep more of its bits (the SIMD tiers
+ *       keep it down to 2^-134, as fl32(scale·2^8·x)).
  *   float formats, HY_ACT_BF16 (opt-in "fast" prefill): Σ_k w(o,k)·x(t,k) with x and w(o,k)
  *       first rounded to bf16 (round-to-nearest-even; FP8: w = fl32(e4m3·scale)), products
  *       summed in fp32 (vdpbf16ps). Kernels may use it only for T >= HY_MATMUL_GEMM_MIN_T

@@ -82,6 +82,7 @@ enum { OF, OB };
     X(cmp_gt_oq, KF, OB, 2, PUT(_mm512_cmp_ps_mask(FA, FB, _CMP_GT_OQ)))                                      \
     X(cmp_ord_q, KF, OB, 2, PUT(_mm512_cmp_ps_mask(FA, FB, _CMP_ORD_Q)))                                      \
     X(maskz_mov_ps, KF, OB, 64, PUT(_mm512_maskz_mov_ps((__mmask16)M64, FA)))                                 \
+    X(testn_epi8_mask, KI, OB, 8, PUT(_mm512_testn_epi8_mask(IA, IB)))                                        \
     X(mask_mul_ps, KF, OF, 64, PUT(_mm512_mask_mul_ps(FC, (__mmask16)M64, FA, FB)))                           \
     /* half the lanes equal: a against a with b's low bit of each lane flipped in */                            \
     X(cmpeq_epi16_mask_256, KI, OB, 2,                                                                        \
@@ -264,6 +265,13 @@ REF(maskz_mov_ps) {
         if ((m >> i) & 1) memcpy(&v, (const float *)a_ + i, 4);
         memcpy((float *)r_ + i, &v, 4);
     }
+}
+REF(testn_epi8_mask) {
+    UNUSED3;
+    const uint8_t *a = a_, *b = b_;
+    uint64_t m = 0;
+    for (int i = 0; i < 64; i++) m |= (uint64_t)((a[i] & b[i]) == 0) << i;
+    memcpy(r_, &m, 8);
 }
 REF(mask_mul_ps) {
     UNUSED3;

@@ -686,12 +686,68 @@ static void test_nonfinite(void **st) {
     hy_free(scratch);
 }
 
-/* Every e4m3 code through every tier's FP8 loaders, exactly: row o holds code (k + o) & 255 at
- * column k and token t is one-hot at column k, so each output is a single product
- * fl32(e4m3 · fl32(scale · 1)) (plus exact zeros) and must equal the reference bit for bit, for
- * T = 1 (GEMV), 32 (GEMV tiles) and 256 (GEMM). Column blocks carry small, subnormal-producing
- * and (second set) scales of 2^8 and more, for which the kernels' x·scale·2^120 overflows and
- * they take their fallback. */
+/* FP8G with a few codes of exponent 0 (subnormal or zero, 1 in ~150) among normal ones, as in
+ * real checkpoints: the tiles take those column quads (one token: those units) as e4m3·2^-8
+ * against x·scale·2^8 and the rest as e4m3·2^-120 against x·scale·2^120 (vf_fp8x_col8,
+ * matmul_grp.inc), in the same chains, so every T must equal the reference bit for bit (FP8G's
+ * order is the same on every tier): one token (units of one group mixed), 2-7 and 32 (quads of
+ * several groups), 33 and 200 (the GEMM, which reads every code as e4m3·2^-8). */
+static void test_fp8g_sparse_e0(void **st) {
+    (void)st;
+    if (!n_tiers) skip();
+    enum { R = 144, C = 1000, TMAX = 200 };
+    rng r = {77};
+    uint8_t *codes = hy_calloc_aligned((size_t)R * C, 1), *grouped = hy_calloc_aligned(hy_fp8g_code_bytes(R, C), 1);
+    const int nbc = (C + 127) / 128, nbr = (R + 127) / 128;
+    float *scale = hy_calloc_aligned((size_t)nbr * nbc, 4), *x = malloc(sizeof(float) * (size_t)TMAX * C);
+    float *y = malloc(sizeof(float) * (size_t)TMAX * R), *yr = malloc(sizeof(float) * (size_t)TMAX * R);
+    void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(C), 1);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_non_null(yr);
+    long e0 = 0;
+    for (size_t i = 0; i < (size_t)R * C; i++) {
+        const unsigned u = (unsigned)(rng_u(&r) * 65536.0);
+        if (u % 150 == 0) codes[i] = (uint8_t)((u >> 8) & 0x87), e0++; /* exponent 0: subnormal or zero */
+        else codes[i] = (uint8_t)((u >> 8 & 0x80) | (1 + (u >> 9) % 14) << 3 | (u >> 12 & 7));
+    }
+    hy_mat_group_rows_fp8(grouped, codes, R, C, 0, R);
+    for (int i = 0; i < nbr * nbc; i++) scale[i] = (float)(0.01 + rng_u(&r));
+    for (size_t i = 0; i < (size_t)TMAX * C; i++) x[i] = rng_sym(&r);
+    const hy_mat W = {.fmt = HY_WFMT_FP8G, .rows = R, .cols = C, .data = grouped, .scale = scale, .bs0 = 128,
+                      .bs1 = 128, .name = "sparse e0"};
+    static const int Ts[] = {1, 2, 3, 7, 32, 33, TMAX};
+    long checked = 0;
+    for (size_t n = 0; n < sizeof Ts / sizeof Ts[0]; n++) {
+        const int T = Ts[n];
+        hy_ref_matmul_mat(&W, T, x, C, yr, R, 0, R, false, HY_ACT_F32, scratch);
+        for (int ti = 0; ti < n_tiers; ti++) {
+            tier_fn[ti](&W, T, x, C, y, R, 0, R, false, HY_ACT_F32, scratch);
+            for (int i = 0; i < T * R; i++, checked++)
+                if (memcmp(&y[i], &yr[i], sizeof y[i])) {
+                    printf("%s fp8g sparse e0 T=%d row %d token %d: %.9g vs ref %.9g\n", tier_name[ti], T, i % R,
+                           i / R, (double)y[i], (double)yr[i]);
+                    fail();
+                }
+        }
+    }
+    printf("fp8g with %ld codes of exponent 0 among %d: %ld outputs at T = 1-200 bit-identical to the reference\n",
+           e0, R * C, checked);
+    hy_free(scratch);
+    free(x);
+    free(y);
+    free(yr);
+    hy_free(scale);
+    hy_free(grouped);
+    hy_free(codes);
+}
+
+/* Every e4m3 code through every tier's FP8 and FP8G loaders, exactly: row o holds code
+ * (k + o) & 255 at column k and token t is one-hot at column k, so each output is a single
+ * product fl32(e4m3 · fl32(scale · 1)) (plus exact zeros) and must equal the reference bit for
+ * bit, for T = 1 (GEMV), 32 (GEMV tiles) and 256 (GEMM). Column blocks carry small,
+ * subnormal-producing and (second set) scales of 2^8 and more, for which the kernels'
+ * x·scale·2^120 overflows and they take their fallback. */
 static void test_fp8_codes(void **st) {
     (void)st;
     if (!n_tiers) skip();
@@ -709,11 +765,14 @@ static void test_fp8_codes(void **st) {
         for (int k = 0; k < C; k++) /* NaN codes (documented as ±480 in SIMD) would poison the sums as 0·NaN */
             data[(size_t)o * C + k] = ((k + o) & 0x7f) == 0x7f ? 0 : (uint8_t)((k + o) & 255);
     for (int k = 0; k < C; k++) x[(size_t)k * C + k] = 1.0f;
+    uint8_t *grouped = hy_calloc_aligned(hy_fp8g_code_bytes(R, C), 1);
+    hy_mat_group_rows_fp8(grouped, data, R, C, 0, R);
     hy_mat W = {.fmt = HY_WFMT_FP8, .rows = R, .cols = C, .data = data, .scale = scale, .bs0 = R, .bs1 = BS1,
                 .name = "codes"};
     long checked = 0;
-    for (int set = 0; set < 2; set++) {
-        memcpy(scale, sets[set], sizeof sets[set]);
+    for (int set = 0; set < 4; set++) {
+        W.fmt = set < 2 ? HY_WFMT_FP8 : HY_WFMT_FP8G, W.data = set < 2 ? (const void *)data : (const void *)grouped;
+        memcpy(scale, sets[set % 2], sizeof sets[set % 2]);
         hy_ref_matmul_mat(&W, C, x, C, yr, R, 0, R, false, HY_ACT_F32, scratch);
         for (int ti = 0; ti < n_tiers; ti++)
             for (int T = 1; T <= C; T = T == 1 ? 32 : C * 2) {
@@ -725,15 +784,16 @@ static void test_fp8_codes(void **st) {
                         const int code = data[(size_t)o * C + k];
                         const float a = y[(size_t)k * R + o], b = yr[(size_t)k * R + o];
                         if (memcmp(&a, &b, sizeof a)) {
-                            printf("%s fp8 code 0x%02x scale %g T=%d: %.9g vs ref %.9g\n", tier_name[ti],
-                                   code, (double)scale[k / BS1], T, (double)a, (double)b);
+                            printf("%s %s code 0x%02x scale %g T=%d: %.9g vs ref %.9g\n", tier_name[ti],
+                                   hy_wfmt_name(W.fmt), code, (double)scale[k / BS1], T, (double)a, (double)b);
                             fail();
                         }
                         checked++;
                     }
             }
     }
-    printf("fp8 codes: %ld single products bit-identical to the reference\n", checked);
+    printf("fp8 / fp8g codes: %ld single products bit-identical to the reference\n", checked);
+    hy_free(grouped);
     hy_free(scratch);
     free(x);
     free(y);
@@ -980,6 +1040,7 @@ int main(void) {
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_row_groups_big),
         cmocka_unit_test(test_fp8_codes),
+        cmocka_unit_test(test_fp8g_sparse_e0),
         cmocka_unit_test(test_fp8_codes_in_pool),
         cmocka_unit_test(test_fp8_large_x),
         cmocka_unit_test(test_bf16_panels),

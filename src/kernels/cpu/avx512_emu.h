@@ -230,6 +230,12 @@ E5N __m512 e5_maskz_mov_ps(__mmask16 m, __m512 a) {
         if (!((m >> i) & 1)) r[i] = 0.0f;
     return (__m512)r;
 }
+E5N __mmask64 e5_testn_epi8_mask(__m512i a, __m512i b) {
+    const e5_u8 x = (e5_u8)a, y = (e5_u8)b;
+    uint64_t m = 0;
+    for (int i = 0; i < 64; i++) m |= (uint64_t)((x[i] & y[i]) == 0) << i;
+    return (__mmask64)m;
+}
 E5N __mmask16 e5_cmpeq_epi16_mask256(__m256i a, __m256i b) {
     int16_t x[16], y[16];
     memcpy(x, &a, 32);
@@ -529,6 +535,8 @@ E5 __m512 e5_dpbf16_ps(__m512 src, __m512bh a, __m512bh b) {
 #define _mm512_maskz_mov_ps e5_maskz_mov_ps
 #undef _mm512_mask_mul_ps
 #define _mm512_mask_mul_ps e5_mask_mul_ps
+#undef _mm512_testn_epi8_mask
+#define _mm512_testn_epi8_mask e5_testn_epi8_mask
 #undef _mm256_cmpeq_epi16_mask
 #define _mm256_cmpeq_epi16_mask e5_cmpeq_epi16_mask256
 #undef _mm512_reduce_add_ps

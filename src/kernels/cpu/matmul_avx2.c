@@ -76,6 +76,12 @@ typedef __m256i vi;
 #define MM_G8_NT 4
 #define MM_G8_NG1 4
 #define MM_G8_PF 2048
+/* The GEMV tiles do not look for codes of exponent 0 (matmul_grp.inc): 3 more operations per
+ * 32 codes, which on the Intel Xeon forced to this tier cost the 0.8B fp8 decode 4% (86% of
+ * the bandwidth against 90%, alternated twice) at 1e-4 subnormal codes, and this tier's
+ * conversion already bounds Zen 3's decode (whose FMAs were not measured with denormals). The
+ * GEMM converts every code without a denormal either way. */
+#define MM_FP8_E0_GEMV 0
 /* FP8G GEMM of converted panels (matmul_grp.inc): one group (2 vectors) x 6 tokens. BF16G keeps
  * its tiles that widen bf16 in registers: on the Intel Xeon, running this tier, converted panels
  * read 0.93-0.99x them at T = 512 (FP8G 1.19-1.26x its old tiles); Zen 3 not measured. */
@@ -163,6 +169,21 @@ static inline void vi_fp8x_tu(__m256i d, __m256i *t, __m256i *u) {
 static inline vf vf_fp8x_col(__m256i t, __m256i u, int j) {
     const __m256i s = j & 1 ? t : u;
     return _mm256_castsi256_ps(_mm256_and_si256(j < 2 ? _mm256_slli_epi32(s, 16) : s, _mm256_set1_epi32((int)0x87f00000u)));
+}
+/* vf_fp8x_col's codes as e4m3·2^-8 with no denormal; vi_fp8x_e0: whether d holds codes of
+ * exponent 0 (see fp8x_avx512.h) */
+static inline vf vf_fp8x_col8(__m256i t, __m256i u, int j) {
+    const __m256i s = j & 1 ? t : u;
+    const __m256i b = _mm256_and_si256(j < 2 ? _mm256_slli_epi32(s, 16) : s, _mm256_set1_epi32((int)0x87f00000u));
+    const __m256 v = _mm256_castsi256_ps(_mm256_add_epi32(b, _mm256_set1_epi32(112 << 23)));
+    const __m256 c = _mm256_castsi256_ps(
+        _mm256_add_epi32(_mm256_and_si256(b, _mm256_set1_epi32((int)0x80000000u)), _mm256_set1_epi32(113 << 23)));
+    const __m256 e0 = _mm256_castsi256_ps(
+        _mm256_cmpeq_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x07800000)), _mm256_setzero_si256()));
+    return _mm256_add_ps(v, _mm256_and_ps(e0, _mm256_sub_ps(v, c)));
+}
+static inline bool vi_fp8x_e0(__m256i d) {
+    return _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(d, _mm256_set1_epi8(0x78)), _mm256_setzero_si256())) != 0;
 }
 static inline __m256i vi_load_u8m(const uint8_t *p, int n) {
     uint8_t t[32] = {0};
