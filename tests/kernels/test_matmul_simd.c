@@ -733,6 +733,64 @@ static void test_fp8g_sparse_e0(void **st) {
     }
     printf("fp8g with %ld codes of exponent 0 among %d: %ld outputs at T = 1-200 bit-identical to the reference\n",
            e0, R * C, checked);
+    /* The same codes row-major (FP8): each tier's own order, the same bits for every T (the
+     * GEMM reads every code as e4m3·2^-8, the GEMV tiles only the steps holding exponent-0 codes
+     * on the Intel instances) */
+    const hy_mat Wr = {.fmt = HY_WFMT_FP8, .rows = R, .cols = C, .data = codes, .scale = scale, .bs0 = 128,
+                       .bs1 = 128, .name = "sparse e0, row-major"};
+    float *yt = malloc(sizeof(float) * (size_t)TMAX * R);
+    assert_non_null(yt);
+    checked = 0;
+    for (int ti = 0; ti < n_tiers; ti++) {
+        tier_fn[ti](&Wr, TMAX, x, C, yr, R, 0, R, false, HY_ACT_F32, scratch);
+        for (size_t n = 0; n + 1 < sizeof Ts / sizeof Ts[0]; n++) {
+            const int T = Ts[n];
+            for (int t0 = 0; t0 < TMAX; t0 += T) {
+                const int nt = TMAX - t0 < T ? TMAX - t0 : T;
+                tier_fn[ti](&Wr, nt, x + (size_t)t0 * C, C, yt + (size_t)t0 * R, R, 0, R, false, HY_ACT_F32, scratch);
+            }
+            for (int i = 0; i < TMAX * R; i++, checked++)
+                if (memcmp(&yt[i], &yr[i], sizeof yt[i])) {
+                    printf("%s fp8 sparse e0 T=%d row %d token %d: %.9g vs T=%d %.9g\n", tier_name[ti], T, i % R,
+                           i / R, (double)yt[i], TMAX, (double)yr[i]);
+                    fail();
+                }
+        }
+    }
+    printf("fp8 (row-major), the same codes: %ld outputs at T = 1-33 bit-identical to T = %d\n", checked, TMAX);
+    free(yt);
+    { /* rows longer than the one-token GEMV's long-row limit (gemv_t1_fp8q_long): one token at a
+       * time against the GEMM of 33 */
+        enum { R2 = 20, C2 = 8250, T2 = 33 };
+        uint8_t *c2 = hy_calloc_aligned((size_t)R2 * C2, 1);
+        float *s2 = hy_calloc_aligned(2 * 65, 4), *x2 = malloc(sizeof(float) * (size_t)T2 * C2);
+        float *y2 = malloc(sizeof(float) * (size_t)T2 * R2), *y1 = malloc(sizeof(float) * (size_t)T2 * R2);
+        void *sc2 = hy_calloc_aligned(hy_matmul_scratch_bytes(C2), 1);
+        assert_non_null(x2);
+        assert_non_null(y2);
+        assert_non_null(y1);
+        for (size_t i = 0; i < (size_t)R2 * C2; i++) {
+            const unsigned u = (unsigned)(rng_u(&r) * 65536.0);
+            c2[i] = u % 150 == 0 ? (uint8_t)((u >> 8) & 0x87) : (uint8_t)((u >> 8 & 0x80) | (1 + (u >> 9) % 14) << 3 | (u >> 12 & 7));
+        }
+        for (int i = 0; i < 2 * 65; i++) s2[i] = (float)(0.01 + rng_u(&r));
+        for (size_t i = 0; i < (size_t)T2 * C2; i++) x2[i] = rng_sym(&r);
+        const hy_mat W2 = {.fmt = HY_WFMT_FP8, .rows = R2, .cols = C2, .data = c2, .scale = s2, .bs0 = 128, .bs1 = 128,
+                           .name = "sparse e0, long rows"};
+        for (int ti = 0; ti < n_tiers; ti++) {
+            tier_fn[ti](&W2, T2, x2, C2, y2, R2, 0, R2, false, HY_ACT_F32, sc2);
+            for (int t = 0; t < T2; t++)
+                tier_fn[ti](&W2, 1, x2 + (size_t)t * C2, C2, y1 + (size_t)t * R2, R2, 0, R2, false, HY_ACT_F32, sc2);
+            assert_memory_equal(y1, y2, sizeof(float) * (size_t)T2 * R2);
+        }
+        printf("fp8 rows of %d columns: one token at a time bit-identical to T = %d\n", C2, T2);
+        hy_free(sc2);
+        free(x2);
+        free(y1);
+        free(y2);
+        hy_free(s2);
+        hy_free(c2);
+    }
     hy_free(scratch);
     free(x);
     free(y);

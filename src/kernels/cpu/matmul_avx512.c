@@ -111,6 +111,7 @@ typedef __m512i vi;
  * On Zen 4 the row-major FP8 stays (not measured there). */
 #ifdef MM_AVX512_INTEL
 #define MM_FP8_GROUPS 1
+#define MM_FP8Q_E0 1 /* row-major FP8 (read in place) without denormal FMAs too (matmul_simd.inc) */
 #define MM_G8_PF 2048
 #else
 #define MM_FP8_GROUPS 0
