@@ -16,6 +16,7 @@
 #include "base/alloc.h"
 #include "base/fp.h"
 #include "kernels/attn.h"
+#include "kernels/matmul.h"
 #include "kernels/cpu/dispatch.h"
 
 #include <math.h>
@@ -95,7 +96,7 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < n * ld && s->kv != HY_ATTN_KV_F32; i++) {
             if (s->kv == HY_ATTN_KV_BF16)
                 ((uint16_t *)k)[i] = hy_f32_to_bf16(k[i]), ((uint16_t *)v)[i] = hy_f32_to_bf16(v[i]);
-            else ((uint8_t *)k)[i] = hy_f32_to_fp8_e4m3(k[i]), ((uint8_t *)v)[i] = hy_f32_to_fp8_e4m3(v[i]);
+            else ((uint8_t *)k)[i] = hy_fp8_e4m3_encode(k[i]), ((uint8_t *)v)[i] = hy_fp8_e4m3_encode(v[i]);
         }
         hy_attn_args a = {.q = q, .ldq_t = (size_t)s->ng * s->dh, .ldq_h = (size_t)s->dh, .out = o,
                           .ldo_t = (size_t)s->ng * s->dh, .ldo_h = (size_t)s->dh, .k = k, .v = v, .ld = ld, .kv_fmt = s->kv,

@@ -2,6 +2,7 @@
 #include "memory/kv_cache.h"
 
 #include "base/fp.h"
+#include "kernels/matmul.h" /* hy_fp8_e4m3_encode */
 
 #include <limits.h>
 #include <stdint.h>
@@ -77,9 +78,11 @@ void hy_kv_cache_free(hy_kv_cache *kv) {
     free(kv);
 }
 
-/* stored: bf16 nearest even (NaN quieted), e4m3fn nearest even saturating (base/fp.h) */
+/* stored: bf16 nearest even (NaN quieted), e4m3fn nearest even saturating (base/fp.h's
+ * hy_f32_to_fp8_e4m3, through its bit-level twin hy_fp8_e4m3_encode: every K and V element of
+ * every token goes through here) */
 static void put_elem(const hy_kv_cache *kv, void *base, size_t i, float x) {
-    if (kv->type == HY_KV_FP8) ((uint8_t *)base)[i] = hy_f32_to_fp8_e4m3(x);
+    if (kv->type == HY_KV_FP8) ((uint8_t *)base)[i] = hy_fp8_e4m3_encode(x);
     else if (kv->type == HY_KV_BF16) ((uint16_t *)base)[i] = hy_f32_to_bf16(x);
     else ((float *)base)[i] = x;
 }
