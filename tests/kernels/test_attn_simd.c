@@ -297,14 +297,15 @@ static void test_cases(void **st) {
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) nk = run_kvq_all(&cases[i], 3000 + i);
     printf("bf16 and fp8 KV against fp32 KV of the same values: %zu cases x %d kernel(s), bit-identical\n",
            sizeof cases / sizeof cases[0], nk);
-    { /* NaN codes read as NaN: decode, and a prefill block of several row tiles (staged) */
+    { /* NaN codes read as NaN: decode (3 and 6 query heads: avx2's 4- and 6-row instances), and
+       * a prefill block of several row tiles (staged) */
         const hy_attn_ops *all[HY_ISA_COUNT + 2];
         int n = 0;
         all[n++] = hy_attn_ops_ref();
         for (int i = 0; i < n_tiers; i++) all[n++] = tiers[i];
         if (amx) all[n++] = amx;
-        static const acase nc[] = {{40, 3, 2, 1, 77, 1.0f}, {256, 4, 2, 16, 20, 1.0f}};
-        for (int i = 0; i < 2; i++)
+        static const acase nc[] = {{40, 3, 2, 1, 77, 1.0f}, {64, 6, 1, 1, 90, 1.0f}, {256, 4, 2, 16, 20, 1.0f}};
+        for (int i = 0; i < 3; i++)
             for (int m = 1; m <= 2; m++) run_case_kvq(&nc[i], 5000 + (uint64_t)i, all, n, HY_ATTN_KV_FP8, m);
         printf("fp8 NaN codes in V and in K: bit-identical to fp32 NaN on %d kernel(s)\n", n);
     }

@@ -9,5 +9,7 @@
 #include "kernels/attn.h"
 
 void hy_attn_avx2_gqa_wide(const hy_attn_args *a, float *work);
+/* the same with tiles of 6 query rows (attn_avx2_wide6.c) */
+void hy_attn_avx2_gqa_wide6(const hy_attn_args *a, float *work);
 
 #endif
