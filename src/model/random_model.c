@@ -607,7 +607,7 @@ int hy_random_model_write(const hy_random_model_opts *o, hy_random_model_stats *
     }
     if (!rc && n_shards > 1) {
         for (int i = 0; i < p.n; i++) names[i] = p.t[i].name;
-        const char **fmap = calloc((size_t)p.n, sizeof *fmap);
+        const char **fmap = calloc(p.n > 0 ? (size_t)p.n : 1, sizeof *fmap);
         if (!fmap) {
             rc = hy_err_set(err, HY_E_NOMEM, "random model: out of memory");
             goto done;
