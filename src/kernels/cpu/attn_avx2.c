@@ -27,7 +27,7 @@
  * element is widened once in registers; 2-row tiles first widen the block into fp32
  * (stage_block) and read it once per tile. Zen 3, one core, dh 256 at 32K positions, the
  * instances alternated in one process: fp8 g4 3.5 GB/s against 2.2-2.7 (2-row), g6 2.9 against
- * 1.8-2.1; bf16 g4 6.4 against 4.1, g6 5.5-5.8 against 3.3-3.9. More rows (staged either way):
+ * 1.8-2.1; bf16 g4 6.4 against 4.1, g6 5.5-5.8 against 3.2-3.9. More rows (staged either way):
  * 4-row tiles, g8 fp8 2.7 against 1.9, bf16 4.1 against 3.5. An fp32 cache keeps the 2-row
  * tiles (the 4-row ones read it at 0.91-0.98x). */
 static void gqa_avx2(const hy_attn_args *a, float *work) {

@@ -1,6 +1,7 @@
 /*
  * The avx2 tier's second attention instance (attn_avx2_wide.c): the template attn_simd.inc with
- * tiles of 4 query rows, which attn_avx2.c's table runs for calls of several tokens (prefill).
+ * tiles of 4 query rows, which attn_avx2.c's table runs for calls of several tokens (prefill)
+ * and for one token over a bf16 / fp8 cache with 3-4 or more than 6 query heads per KV head.
  * Same contract and per-row results as kernels/attn.h's gqa; only after the CPU check.
  */
 #ifndef HY_KERNELS_CPU_ATTN_AVX2_WIDE_H

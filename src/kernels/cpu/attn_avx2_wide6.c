@@ -1,10 +1,10 @@
 /*
  * AVX2+FMA instance of the attention template (attn_simd.inc) with tiles of 6 query rows: score
  * tiles of 6 rows x 2 key vectors (12 accumulators + 2 key vectors + a query broadcast), P·V
- * tiles of 6 rows x 2 vectors. For one-token calls (decode) over an fp8 cache with 6 query heads
- * per KV head (Qwen3.6-27B): the 6 rows are one tile, so each code is widened once, in
- * registers (attn_avx2.c's 2-row tiles widen the block into fp32 first, stage_block, and read
- * it 3 times). Per row the same operations in the same order as attn_avx2.c: bit-identical.
+ * tiles of 6 rows x 2 vectors. For one-token calls (decode) over a bf16 / fp8 cache with 5-6
+ * query heads per KV head (Qwen3.6-27B: 6): the rows are one tile, so each element is widened
+ * once, in registers (attn_avx2.c's 2-row tiles widen the block into fp32 first, stage_block,
+ * and read it 3 times). Per row the same operations in the same order as attn_avx2.c: bit-identical.
  */
 #include "kernels/cpu/attn_avx2_wide.h"
 
