@@ -43,13 +43,13 @@ test-amxemu: setup
 
 asan: setup
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHYLA_SANITIZE=ON >/dev/null
-	@cmake --build build-asan -j $(JOBS)
+	@cmake --build build-asan -j $(JOBS) --target hyla_tests
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE slow
 
 fuzz: setup
 	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DHYLA_FUZZ=ON >/dev/null
-	@cmake --build build-fuzz -j $(JOBS)
-	@bash scripts/run-fuzz build-fuzz $(FUZZ_SECONDS)
+	@cmake --build build-fuzz -j $(JOBS) --target hyla_fuzzers
+	@bash scripts/run-fuzz build-fuzz $(FUZZ_SECONDS) $(JOBS)
 
 bench: build
 	@bash scripts/run-bench build
