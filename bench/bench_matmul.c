@@ -4,17 +4,19 @@
  *    thread count; re-measured before every row). Every shape is
  *    replicated until the copies exceed 256 MiB and twice the last-level cache (dram_span: some
  *    Xeons have 480 MiB), and the copies are used in turn, so weights come from DRAM;
- *  - prefill GEMM (T = 512): GFLOP/s (2·rows·cols·T) as a fraction of the matching peak: fp32 FMA
- *    for float weights with fp32 activations, vdpbf16ps for bf16 activations (--fast-prefill),
- *    vpdpbusd (int8) for q8 / q4 (ops counted the same way, 2 per multiply-add); on tiers without
- *    those instructions bf16 activations are measured against the fp32 FMA peak and int8 has no
+ *  - prefill GEMM (T = 512; --tokens T sets it, 2-32 being a batched decode step's GEMV):
+ *    GFLOP/s (2·rows·cols·T) as a fraction of the matching peak: fp32 FMA for float weights
+ *    with fp32 activations, vdpbf16ps for bf16 activations (--fast-prefill), vpdpbusd (int8)
+ *    for q8 / q4 (ops counted the same way, 2 per multiply-add); on tiers without those
+ *    instructions bf16 activations are measured against the fp32 FMA peak and int8 has no
  *    fraction (n/a); where the kernels use AMX (bf16g with bf16 activations), the AMX peak.
  * Shapes: Qwen3.5-0.8B MLP (1024x3584, 3584x1024), lm_head (248320x1024), Qwen3.6-27B MLP
  * (5120x17408, 17408x5120); rows x cols = out x in. 1 and 2 threads, rows split as the forward
  * pass splits them (hy_fwd_rows: balanced, multiples of the row tile). Each figure is the best
  * of several runs, timed on thread-CPU time (the longest thread; robust on a shared machine, as
  * bench_machine), with the best elapsed-time figure next to it for comparison.
- * Usage: bench_matmul [--isa ref|avx2|avx512] [--quick] [--threads N] [--only FMT] [--decode|--prefill].
+ * Usage: bench_matmul [--isa ref|avx2|avx512] [--quick] [--threads N] [--only FMT] [--decode|--prefill]
+ * [--tokens T].
  * Prints tables only. */
 #include "base/alloc.h"
 #include "base/cpu.h"
@@ -244,7 +246,7 @@ int main(int argc, char **argv) {
     const char *isa_req = NULL;
     bool quick = false, do_dec = true, do_pre = true;
     const char *only = NULL;
-    int max_th = 2;
+    int max_th = 2, Tp = 512;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--isa") && i + 1 < argc) isa_req = argv[++i];
         else if (!strcmp(argv[i], "--quick")) quick = true;
@@ -252,11 +254,16 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--decode")) do_pre = false;
         else if (!strcmp(argv[i], "--prefill")) do_dec = false;
+        else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) Tp = atoi(argv[++i]);
         else {
             fprintf(stderr, "usage: bench_matmul [--isa ref|avx2|avx512] [--quick] [--threads N] [--only FMT] "
-                            "[--decode|--prefill]\n");
+                            "[--decode|--prefill] [--tokens T]\n");
             return 2;
         }
+    }
+    if (Tp < 1 || Tp > 512) {
+        fprintf(stderr, "bench_matmul: --tokens takes 1-512\n");
+        return 2;
     }
     if (max_th < 1 || max_th > MAXTH) max_th = 2;
     hy_err err;
@@ -301,7 +308,6 @@ int main(int argc, char **argv) {
     const int max_cols = 17408;
     const size_t sb = hy_matmul_scratch_bytes(max_cols);
     unsigned char *scratch = hy_calloc_aligned((size_t)max_th * sb, 1);
-    const int Tp = 512;
     float *x = hy_calloc_aligned((size_t)Tp * max_cols, sizeof(float));
     float *y = hy_calloc_aligned((size_t)Tp * 248320, sizeof(float));
     for (size_t i = 0; i < (size_t)Tp * max_cols; i++) x[i] = frand() * 20.0f;
