@@ -64,4 +64,4 @@ bench-llamacpp: build
 	@bash scripts/bench-llamacpp build
 
 clean:
-	rm -rf build build-asan build-fuzz build-avx512emu
+	rm -rf build build-asan build-fuzz build-avx512emu build-amxemu
