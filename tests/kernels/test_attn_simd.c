@@ -305,7 +305,7 @@ static void test_cases(void **st) {
         for (int i = 0; i < n_tiers; i++) all[n++] = tiers[i];
         if (amx) all[n++] = amx;
         static const acase nc[] = {{40, 3, 2, 1, 77, 1.0f}, {64, 6, 1, 1, 90, 1.0f}, {256, 4, 2, 16, 20, 1.0f}};
-        for (int i = 0; i < 3; i++)
+        for (size_t i = 0; i < sizeof nc / sizeof nc[0]; i++)
             for (int m = 1; m <= 2; m++) run_case_kvq(&nc[i], 5000 + (uint64_t)i, all, n, HY_ATTN_KV_FP8, m);
         printf("fp8 NaN codes in V and in K: bit-identical to fp32 NaN on %d kernel(s)\n", n);
     }
