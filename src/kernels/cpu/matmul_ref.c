@@ -352,9 +352,11 @@ void hy_ref_matmul_mat(const hy_mat *W, int T, const float *x, size_t ldx, float
         const bool f8 = W->fmt == HY_WFMT_FP8G;
         /* the row's values and scales once, not once per token (the same operands; the tests,
          * which run this oracle on every case: test_matmul_simd 11.4 -> 7.7 s here) */
-        float *wv = scratch, *sc = wv + ALIGN_UP((size_t)n, 16);
+        float *wv = scratch, *sc = wv + ALIGN_UP((size_t)n, 16); /* sc: FP8G only */
         for (int o = o0; o < o1; o++) {
-            for (int k = 0; k < n; k++) wv[k] = grouped_value(W, o, k), sc[k] = f8 ? fp8_scale(W, o, k) : 1.0f;
+            for (int k = 0; k < n; k++) wv[k] = grouped_value(W, o, k);
+            if (f8)
+                for (int k = 0; k < n; k++) sc[k] = fp8_scale(W, o, k);
             for (int t = 0; t < T; t++) {
                 const float *xt = x + (size_t)t * ldx;
                 float acc = 0.0f;
