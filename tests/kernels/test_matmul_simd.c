@@ -555,6 +555,59 @@ static void test_row_groups_big(void **st) {
     printf("row groups and int8 blocks: 7 cases past one block, bit-identical to the reference\n");
 }
 
+/* Q8 / Q4 at the ends of their integer ranges: weights at their largest code (Q4 nibble 15,
+ * Q8 127) against activations quantized to +-127, so the avx2 tier's 16-bit partial sums (Q4:
+ * 16 products a lane, |sum| 30480; Q8: 2 products, 32258) reach their largest values. Every
+ * tier bit-identical to the reference, for one token (the one-token tiles) and several. */
+static void test_q_extremes(void **st) {
+    (void)st;
+    if (!n_tiers) skip();
+    const int rows = 72, cols = 160, T = 5, ldx = cols, ldy = rows + 3;
+    float *w = malloc(sizeof(float) * (size_t)rows * cols), *x = malloc(sizeof(float) * (size_t)T * ldx);
+    /* tokens: all +1, all -1, alternating groups of sign, one tiny value per group among +-1 */
+    for (int t = 0; t < T; t++)
+        for (int k = 0; k < cols; k++)
+            x[(size_t)t * ldx + k] = t == 0 ? 1.0f : t == 1 ? -1.0f : t == 2 ? ((k / 32) % 2 ? 1.0f : -1.0f)
+                                                                 : (k % 32 == 3 ? 1e-3f : (t == 3 ? 1.0f : -1.0f));
+    void *scratch = hy_calloc_aligned(hy_matmul_scratch_bytes(cols), 1);
+    for (int qi = 0; qi < 2; qi++) {
+        const hy_wfmt f = qi ? HY_WFMT_Q4 : HY_WFMT_Q8;
+        /* rows of +1 (the largest code), of -1 at row 9 of each block, and a row of mixed signs.
+         * Q4 takes -8 for a group's largest magnitude (its scale's sign follows), so its code 15
+         * (q = 7) needs one larger value of the other sign in the group: -8/7 at column 31 */
+        for (int r = 0; r < rows; r++)
+            for (int k = 0; k < cols; k++) {
+                const float v = r == 5 ? (k % 3 ? 1.0f : -1.0f) : (r % 16 == 9 ? -1.0f : 1.0f);
+                w[(size_t)r * cols + k] = qi && k % 32 == 31 ? -v * 8.0f / 7.0f : v;
+            }
+        owned_mat o = make_mat(f, w, rows, cols, 0, 0);
+        /* row 0's first codes are the largest: Q4 nibbles 15 | 15, Q8 127 + 128 */
+        assert_int_equal(((const unsigned char *)o.data)[hy_q_rec_offset(f, 0)], 0xff);
+        for (int nt = 1; nt <= T; nt += T - 1) {
+            float *yref = run(hy_ref_matmul_mat, &o.m, nt, x, ldx, HY_ACT_F32, NULL, 0, false, scratch);
+            /* row 0, token 0: the sum of its weights */
+            const float want = qi ? (float)cols - (float)(cols / 32) * (1.0f + 8.0f / 7.0f) : (float)cols;
+            assert_true(fabsf(yref[0] - want) < 1e-3f * cols);
+            for (int ti = 0; ti < n_tiers; ti++) {
+                float *y = run(tier_fn[ti], &o.m, nt, x, ldx, HY_ACT_F32, NULL, 0, false, scratch);
+                for (int i = 0; i < nt * ldy; i++)
+                    if (y[i] != yref[i]) {
+                        printf("%s %s T=%d: [%d] %.9g vs ref %.9g\n", tier_name[ti], hy_wfmt_name(f), nt, i, (double)y[i],
+                               (double)yref[i]);
+                        fail();
+                    }
+                free(y);
+            }
+            free(yref);
+        }
+        owned_free(&o);
+    }
+    printf("q8 / q4 at the largest codes against activations of +-127: every tier bit-identical to the reference\n");
+    hy_free(scratch);
+    free(w);
+    free(x);
+}
+
 /* The activation quantizer: round trip within half a step, NaN/Inf poison only their group. */
 static void test_quant_act(void **st) {
     (void)st;
@@ -1098,6 +1151,7 @@ int main(void) {
         cmocka_unit_test(test_nonfinite),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_row_groups_big),
+        cmocka_unit_test(test_q_extremes),
         cmocka_unit_test(test_fp8_codes),
         cmocka_unit_test(test_fp8g_sparse_e0),
         cmocka_unit_test(test_fp8_codes_in_pool),

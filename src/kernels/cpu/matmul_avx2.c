@@ -233,6 +233,12 @@ static inline vi vi_hi4(vi w) { return _mm256_and_si256(_mm256_srli_epi16(w, 4),
 static inline vi vi_dot_q4(vi acc, vi w, vi x) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
 }
+/* Q4 in 16-bit sums (MM_Q4_I16): a group's 8 vpmaddubsw results added in 16 bits, widened by
+ * one vpmaddwd */
+#define MM_Q4_I16 1
+static inline vi vi_mul_q4(vi w, vi x) { return _mm256_maddubs_epi16(w, x); }
+static inline vi vi_add16(vi a, vi b) { return _mm256_add_epi16(a, b); }
+static inline vi vi_sum16(vi acc, vi p) { return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1))); }
 static inline vi vi_dot_q8(vi acc, vi w, vi x) {
     const __m256i ws = _mm256_xor_si256(w, _mm256_set1_epi8((char)0x80)); /* back to signed */
     const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(ws), _mm256_sign_epi8(x, ws));
