@@ -249,6 +249,10 @@ int hy_matmul_min_rows(const hy_mat *W, hy_isa isa);
 /* The kernel of an ISA tier; NULL when this build has none. Does not check the CPU. */
 hy_matmul_fn hy_matmul_get(hy_isa isa);
 hy_matmul_fn hy_matmul_avx2(void);
+/* The avx2 kernels tuned for Intel cores (matmul_avx2_intel.c): the same sums in the same order
+ * and the same layouts as hy_matmul_avx2(), other prefetch and one-token Q8 / Q4 tiles;
+ * kernels/cpu/dispatch.c chooses. */
+hy_matmul_fn hy_matmul_avx2_intel(void);
 hy_matmul_fn hy_matmul_avx512(void);
 /* The avx512 kernels tuned for Intel cores (matmul_avx512_intel.c): on a given matrix the same
  * sums in the same order as hy_matmul_avx512() (except FP8 under HY_ACT_BF16_GEMV: exact, see

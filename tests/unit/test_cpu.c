@@ -80,7 +80,8 @@ static void test_select_rules(void **st) {
     assert_non_null(strstr(e.msg, "sse9"));
 }
 
-/* The avx512 matmul instance: HYLA_TUNE's value, else the vendor; anything else is refused. */
+/* The avx512 and avx2 matmul instances: HYLA_TUNE's value, else the vendor; anything else is
+ * refused. */
 static void test_tune_rules(void **st) {
     (void)st;
     hy_cpu_features intel = {0}, amd = {0};
@@ -89,26 +90,39 @@ static void test_tune_rules(void **st) {
     intel.avx512_bf16 = amd.avx512_bf16 = true;
     hy_err e = {0};
     bool in = false;
-    assert_int_equal(hy_cpu_tune_select(&intel, NULL, &in, &e), 0);
+    assert_int_equal(hy_cpu_tune_select(&intel, HY_ISA_AVX512, NULL, &in, &e), 0);
     assert_true(in);
-    assert_int_equal(hy_cpu_tune_select(&amd, "auto", &in, &e), 0);
+    assert_int_equal(hy_cpu_tune_select(&amd, HY_ISA_AVX512, "auto", &in, &e), 0);
     assert_false(in);
-    assert_int_equal(hy_cpu_tune_select(&intel, "zen", &in, &e), 0);
+    assert_int_equal(hy_cpu_tune_select(&intel, HY_ISA_AVX512, "zen", &in, &e), 0);
     assert_false(in);
-    assert_int_equal(hy_cpu_tune_select(&amd, "intel", &in, &e), 0);
+    assert_int_equal(hy_cpu_tune_select(&amd, HY_ISA_AVX512, "intel", &in, &e), 0);
     assert_true(in);
-    assert_int_equal(hy_cpu_tune_select(&amd, "skylake", &in, &e), HY_E_INVALID);
+    assert_int_equal(hy_cpu_tune_select(&amd, HY_ISA_AVX512, "skylake", &in, &e), HY_E_INVALID);
     printf("error: %s\n", e.msg);
     assert_non_null(strstr(e.msg, "HYLA_TUNE"));
     assert_non_null(strstr(e.msg, "skylake"));
     /* without AVX512_BF16 only the intel instance (hy_matmul_avx512_nobf16) */
     hy_cpu_features old = intel;
     old.avx512_bf16 = false;
-    assert_int_equal(hy_cpu_tune_select(&old, "auto", &in, &e), 0);
+    assert_int_equal(hy_cpu_tune_select(&old, HY_ISA_AVX512, "auto", &in, &e), 0);
     assert_true(in);
-    assert_int_equal(hy_cpu_tune_select(&old, "zen", &in, &e), HY_E_UNSUPPORTED);
+    assert_int_equal(hy_cpu_tune_select(&old, HY_ISA_AVX512, "zen", &in, &e), HY_E_UNSUPPORTED);
     printf("error: %s\n", e.msg);
     assert_non_null(strstr(e.msg, "avx512_bf16"));
+    /* avx2: the vendor or HYLA_TUNE; AVX512_BF16 plays no part */
+    hy_cpu_features intel2 = old, amd2 = amd;
+    amd2.avx512_bf16 = false;
+    assert_int_equal(hy_cpu_tune_select(&intel2, HY_ISA_AVX2, NULL, &in, &e), 0);
+    assert_true(in);
+    assert_int_equal(hy_cpu_tune_select(&amd2, HY_ISA_AVX2, "auto", &in, &e), 0);
+    assert_false(in);
+    assert_int_equal(hy_cpu_tune_select(&intel2, HY_ISA_AVX2, "zen", &in, &e), 0);
+    assert_false(in);
+    assert_int_equal(hy_cpu_tune_select(&amd2, HY_ISA_AVX2, "intel", &in, &e), 0);
+    assert_true(in);
+    assert_int_equal(hy_cpu_tune_select(&amd2, HY_ISA_AVX2, "haswell", &in, &e), HY_E_INVALID);
+    assert_non_null(strstr(e.msg, "haswell"));
 }
 
 /* HYLA_AMX: 0 never, 1 where usable (else an error naming why), auto where usable; never for

@@ -69,8 +69,8 @@ int hy_isa_select(const hy_cpu_features *f, const char *request, const char *env
 /* AVX-512 BF16 instructions run here (the hardware's, or the emulated avx512 tier's) */
 static bool avx512_bf16(const hy_cpu_features *f) { return f->avx512_bf16 || f->avx512_emu; }
 
-int hy_cpu_tune_select(const hy_cpu_features *f, const char *env, bool *intel, hy_err *e) {
-    const bool bf16 = avx512_bf16(f);
+int hy_cpu_tune_select(const hy_cpu_features *f, hy_isa isa, const char *env, bool *intel, hy_err *e) {
+    const bool bf16 = isa != HY_ISA_AVX512 || avx512_bf16(f); /* the zen instance can run */
     if (!env || !env[0] || !strcmp(env, "auto")) {
         *intel = !bf16 || !strcmp(f->vendor, "GenuineIntel");
         return 0;
@@ -114,9 +114,16 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
     k->ops.name = hy_isa_name(isa);
     k->ops.matmul = hy_matmul_get(isa);
     k->tune = "";
+    if (isa == HY_ISA_AVX2) {
+        bool intel;
+        rc = hy_cpu_tune_select(&k->cpu, isa, getenv("HYLA_TUNE"), &intel, e);
+        if (rc) return rc;
+        if (intel) k->ops.matmul = hy_matmul_avx2_intel();
+        k->tune = intel ? "intel" : "zen";
+    }
     if (isa == HY_ISA_AVX512) {
         bool intel;
-        rc = hy_cpu_tune_select(&k->cpu, getenv("HYLA_TUNE"), &intel, e);
+        rc = hy_cpu_tune_select(&k->cpu, isa, getenv("HYLA_TUNE"), &intel, e);
         if (rc) return rc;
         if (intel) k->ops.matmul = avx512_bf16(&k->cpu) ? hy_matmul_avx512_intel() : hy_matmul_avx512_nobf16();
         k->tune = intel ? "intel" : "zen";

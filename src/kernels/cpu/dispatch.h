@@ -26,7 +26,7 @@ typedef struct hy_cpu_kernels {
     hy_ops ops;             /* matmul kernels of that tier (kernels/ops.h); ops not yet
                                vectorised for a tier are the reference ones */
     const char *tune;       /* which instance of the tier's matmul kernels: "intel" or "zen"
-                               (avx512: hy_cpu_tune_select), "" for the other tiers */
+                               (avx2, avx512: hy_cpu_tune_select), "" for ref */
     bool amx;               /* the intel instance with AMX tiles (hy_matmul_avx512_amx) */
 } hy_cpu_kernels;
 
@@ -38,12 +38,12 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e);
  * above; env is the value of HYLA_ISA (may be NULL). */
 int hy_isa_select(const hy_cpu_features *f, const char *request, const char *env, hy_isa *out, hy_err *e);
 
-/* The avx512 matmul instance (kernels/matmul.h): env (the value of HYLA_TUNE) "intel" or
- * "zen", else ("auto", empty or NULL) "intel" on a GenuineIntel CPU or one without AVX512_BF16
- * (whose instance, hy_matmul_avx512_nobf16, is the Intel one) and "zen" otherwise.
- * Returns 0 and *intel, HY_E_INVALID for another value, HY_E_UNSUPPORTED for "zen" without
- * AVX512_BF16. */
-int hy_cpu_tune_select(const hy_cpu_features *f, const char *env, bool *intel, hy_err *e);
+/* The matmul instance of tier isa (avx2 or avx512; kernels/matmul.h): env (the value of
+ * HYLA_TUNE) "intel" or "zen", else ("auto", empty or NULL) "intel" on a GenuineIntel CPU or,
+ * for avx512, one without AVX512_BF16 (whose instance, hy_matmul_avx512_nobf16, is the Intel
+ * one) and "zen" otherwise. Returns 0 and *intel, HY_E_INVALID for another value,
+ * HY_E_UNSUPPORTED for avx512's "zen" without AVX512_BF16. */
+int hy_cpu_tune_select(const hy_cpu_features *f, hy_isa isa, const char *env, bool *intel, hy_err *e);
 
 /* Whether the avx512 tier's intel instance uses AMX (hy_matmul_avx512_amx): env (the value of
  * HYLA_AMX) "0" never, "1" always (HY_E_UNSUPPORTED where it cannot: no AMX-BF16, emulated

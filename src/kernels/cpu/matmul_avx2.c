@@ -8,6 +8,11 @@
  * dots via vpmaddubsw + vpmaddwd: Q4 nibbles (<= 15) times int8 cannot saturate the 16-bit
  * pair sums; Q8 uses the sign trick (|w| times sign-adjusted x, both <= 127), so its weights
  * carry no zero point here.
+ *
+ * Compiled twice: as is (tuned on Zen 3; hy_matmul_avx2) and by matmul_avx2_intel.c with
+ * MM_AVX2_INTEL (hy_matmul_avx2_intel, for Intel cores without AVX-512: other prefetch and
+ * one-token Q8 / Q4 tiles, below; the same sums and the same layouts asked of the loader).
+ * kernels/cpu/dispatch.c picks one by the CPU's vendor (HYLA_TUNE).
  */
 #include "kernels/matmul.h"
 
@@ -66,6 +71,12 @@ typedef __m256i vi;
  * tg64 alternated 3 times: 95.9-102.5% of the bandwidth measured in the run against 90.7-91.9%.
  * A software prefetch on top was slower (88.8-89.6%). */
 #define MM_G_T1_NG 4
+/* The Intel instance (MM_AVX2_INTEL) prefetches 2 KiB ahead of each group, as the avx512 tier's
+ * does: Intel Xeon forced to this tier, engine, 2 threads, 0.8B bf16 tg64 (lm_head 508 MB of
+ * the 1.5 GB a token reads) 91% of the bandwidth without it, 97-99% with it. */
+#ifdef MM_AVX2_INTEL
+#define MM_G_PF1 2048
+#endif
 #define MM_G_NT 5
 /* FP8G tiles: 4 tokens (t and u of each vector stay in registers). Zen 3, one thread, FP8 and
  * FP8G alternated in one process: T = 512 1.21-1.25x, T = 1 from DRAM 1.14-1.33x, T = 8
@@ -96,9 +107,21 @@ typedef __m256i vi;
  * same run (rdtsc, 5 rounds alternated): 0.90-0.92 of the lm_head's bytes per cycle against
  * 0.78-0.86 with q4's tile; two threads over 3584 x 1024 from DRAM alternated in one process
  * 1.08-1.13x, bit for bit. For q4 neither 2 blocks nor dropping the prefetch gained (0.75-0.88
- * against 0.78-0.90). */
+ * against 0.78-0.90).
+ * The Intel instance: both formats four blocks a tile, each block a stream prefetched 2 KiB
+ * ahead into L1 (MM_Q_T1_STREAM_PF), as the avx512 tier's Intel instance. Intel Xeon forced to
+ * this tier, one thread from DRAM, bench_matmul --decode, 0.8B shapes (down / gate-up /
+ * lm_head), the two instances alternated twice: q4 11.4-11.9 GB/s -> 13.2-16.5, q8 12.8-15.0
+ * -> 14.1-16.8 (4 KiB ahead measured the same, 8 KiB and 8 blocks less). The q4 tiles are not
+ * what bound it: with the matrix in L2 they read 28-31 GB/s. Engine: README. */
+#ifdef MM_AVX2_INTEL
+#define MM_Q8_NV1 8
+#define MM_Q4_NV1 8
+#define MM_Q_T1_STREAM_PF 2048
+#else
 #define MM_Q8_NV1 8
 #define MM_Q4_NV1 2
+#endif
 #define MM_Q8_T1_PF 0
 #define MM_Q4_T1_PF 1
 #define MM_Q_NV2 2
@@ -278,11 +301,17 @@ static inline void vi_store_i8(int8_t *p, vi a) { /* 8 int32 in [-127, 127] -> 8
 
 #include "kernels/cpu/avx2_end.h"
 
+#ifdef MM_AVX2_INTEL
+hy_matmul_fn hy_matmul_avx2_intel(void) { return mm_simd; }
+#else
 hy_matmul_fn hy_matmul_avx2(void) { return mm_simd; }
 bool hy_matmul_avx2_panel_walk(void) { return MM_BF16_T1_PANEL_WALK; }
 bool hy_matmul_avx2_bf16_groups(void) { return MM_BF16_GROUPS; }
 bool hy_matmul_avx2_fp8_groups(void) { return MM_FP8_GROUPS; }
+#endif
 
+#elif defined(MM_AVX2_INTEL)
+hy_matmul_fn hy_matmul_avx2_intel(void) { return NULL; }
 #else
 hy_matmul_fn hy_matmul_avx2(void) { return NULL; }
 bool hy_matmul_avx2_panel_walk(void) { return false; }
