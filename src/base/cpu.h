@@ -19,6 +19,7 @@ typedef struct hy_cpu_features {
     bool avx, avx2, fma, f16c;
     bool avx512f, avx512bw, avx512dq, avx512vl;
     bool avx512_bf16, avx512_vnni;
+    bool avx_vnni;     /* the VEX-encoded vpdpbusd on ymm (Alder Lake and later Intel cores) */
     bool amx_bf16;     /* AMX-TILE + AMX-BF16 with their register state in XCR0; on Linux a
                           process must still ask for the tile data (hy_cpu_amx_permit) */
     bool avx512_emu;   /* test build with HY_AVX512_EMU on an AVX2 CPU: the avx512 tier runs

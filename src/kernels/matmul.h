@@ -253,6 +253,9 @@ hy_matmul_fn hy_matmul_avx2(void);
  * and the same layouts as hy_matmul_avx2(), other prefetch and one-token Q8 / Q4 tiles;
  * kernels/cpu/dispatch.c chooses. */
 hy_matmul_fn hy_matmul_avx2_intel(void);
+/* hy_matmul_avx2_intel() with AVX-VNNI's vpdpbusd for Q8 / Q4 (matmul_avx2_vnni.c): only for
+ * CPUs with AVX-VNNI; the same results. */
+hy_matmul_fn hy_matmul_avx2_vnni(void);
 hy_matmul_fn hy_matmul_avx512(void);
 /* The avx512 kernels tuned for Intel cores (matmul_avx512_intel.c): on a given matrix the same
  * sums in the same order as hy_matmul_avx512() (except FP8 under HY_ACT_BF16_GEMV: exact, see

@@ -171,13 +171,13 @@ static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, con
 }
 
 /* every SIMD tier, the avx2 tier's second instance (tuned for Intel cores: other prefetch and
- * one-token Q8 / Q4 tiles, the same sums), the avx512 tier's (tuned for Intel cores: other
+ * one-token Q8 / Q4 tiles, the same sums) and its third where the CPU has AVX-VNNI, the avx512 tier's (tuned for Intel cores: other
  * prefetch, the same sums but FP8's fast decode) and, where the CPU has AMX-BF16, its third (AMX tiles
  * for bf16 activations and the fast decode: its own order, checked by check_amx_order) */
 static int n_tiers;
-static hy_matmul_fn tier_fn[HY_ISA_COUNT + 4];
-static const char *tier_name[HY_ISA_COUNT + 4];
-static bool tier_amx[HY_ISA_COUNT + 4];
+static hy_matmul_fn tier_fn[HY_ISA_COUNT + 5];
+static const char *tier_name[HY_ISA_COUNT + 5];
+static bool tier_amx[HY_ISA_COUNT + 5];
 
 static int setup(void **st) {
     (void)st;
@@ -204,6 +204,12 @@ static int setup(void **st) {
         if (i == HY_ISA_AVX2 && hy_matmul_avx2_intel()) {
             tier_name[n_tiers] = "avx2 (intel)";
             tier_fn[n_tiers++] = hy_matmul_avx2_intel();
+        }
+        if (i == HY_ISA_AVX2 && f.avx_vnni && hy_matmul_avx2_vnni()) {
+            tier_name[n_tiers] = "avx2 (intel, avx-vnni)";
+            tier_fn[n_tiers++] = hy_matmul_avx2_vnni();
+        } else if (i == HY_ISA_AVX2) {
+            printf("avx2 (intel, avx-vnni): no AVX-VNNI here, skipped\n");
         }
         if (i == HY_ISA_AVX512 && hy_matmul_avx512_intel()) {
             tier_name[n_tiers] = "avx512 (intel)";

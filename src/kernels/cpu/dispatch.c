@@ -118,7 +118,7 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
         bool intel;
         rc = hy_cpu_tune_select(&k->cpu, isa, getenv("HYLA_TUNE"), &intel, e);
         if (rc) return rc;
-        if (intel) k->ops.matmul = hy_matmul_avx2_intel();
+        if (intel) k->ops.matmul = k->cpu.avx_vnni && hy_matmul_avx2_vnni() ? hy_matmul_avx2_vnni() : hy_matmul_avx2_intel();
         k->tune = intel ? "intel" : "zen";
     }
     if (isa == HY_ISA_AVX512) {

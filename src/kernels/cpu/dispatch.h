@@ -26,7 +26,8 @@ typedef struct hy_cpu_kernels {
     hy_ops ops;             /* matmul kernels of that tier (kernels/ops.h); ops not yet
                                vectorised for a tier are the reference ones */
     const char *tune;       /* which instance of the tier's matmul kernels: "intel" or "zen"
-                               (avx2, avx512: hy_cpu_tune_select), "" for ref */
+                               (avx2, avx512: hy_cpu_tune_select), "" for ref; avx2's intel
+                               one with AVX-VNNI where the CPU has it (hy_matmul_avx2_vnni) */
     bool amx;               /* the intel instance with AMX tiles (hy_matmul_avx512_amx) */
 } hy_cpu_kernels;
 

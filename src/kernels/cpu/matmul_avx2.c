@@ -9,15 +9,20 @@
  * pair sums; Q8 uses the sign trick (|w| times sign-adjusted x, both <= 127), so its weights
  * carry no zero point here.
  *
- * Compiled twice: as is (tuned on Zen 3; hy_matmul_avx2) and by matmul_avx2_intel.c with
+ * Compiled three times: as is (tuned on Zen 3; hy_matmul_avx2), by matmul_avx2_intel.c with
  * MM_AVX2_INTEL (hy_matmul_avx2_intel, for Intel cores without AVX-512: other prefetch and
- * one-token Q8 / Q4 tiles, below; the same sums and the same layouts asked of the loader).
- * kernels/cpu/dispatch.c picks one by the CPU's vendor (HYLA_TUNE).
+ * one-token Q8 / Q4 tiles, below; the same sums and the same layouts asked of the loader), and
+ * by matmul_avx2_vnni.c with MM_AVX2_VNNI too (hy_matmul_avx2_vnni: Q8 / Q4 dot products by
+ * AVX-VNNI's vpdpbusd, Q8's zero point 128 as on the avx512 tier; integer sums, the same
+ * results). kernels/cpu/dispatch.c picks one by the CPU's vendor (HYLA_TUNE) and features.
  */
 #include "kernels/matmul.h"
 
 #if defined(__x86_64__)
 
+#ifdef MM_AVX2_VNNI
+#define HY_AVX2_VNNI 1
+#endif
 #include "kernels/cpu/avx2_begin.h"
 
 #include <stdbool.h>
@@ -124,10 +129,23 @@ typedef __m256i vi;
 #endif
 #define MM_Q8_T1_PF 0
 #define MM_Q4_T1_PF 1
+/* Several tokens: tiles of 2 row vectors x 2 tokens; with AVX-VNNI's one instruction per dot
+ * product 2 x 4, as the avx512 tier's Intel instance. Intel Xeon forced to this tier, one
+ * thread, bench_matmul --prefill, alternated twice: q8 T = 512 138-168 -> 164-189 GFLOP/s, q4
+ * 140 -> 167-173, 2 threads T = 4 / 8 110-155 -> 147-176 (1 x 4, 2 x 3 and 4 x 2 less). */
+#ifdef MM_AVX2_VNNI
+#define MM_Q_NV2 2
+#define MM_Q_NT 4
+#else
 #define MM_Q_NV2 2
 #define MM_Q_NT 2
+#endif
 #define MM_HAVE_DPBF16 0
+#ifdef MM_AVX2_VNNI
+#define Q8_ZP 128
+#else
 #define Q8_ZP 0
+#endif
 #define Q4_ZP 8
 
 static inline vf vf_zero(void) { return _mm256_setzero_ps(); }
@@ -253,6 +271,10 @@ static inline vi vi_bcast4(const int8_t *p) {
 }
 static inline vi vi_lo4(vi w) { return _mm256_and_si256(w, _mm256_set1_epi8(0x0f)); }
 static inline vi vi_hi4(vi w) { return _mm256_and_si256(_mm256_srli_epi16(w, 4), _mm256_set1_epi8(0x0f)); }
+#ifdef MM_AVX2_VNNI
+static inline vi vi_dot_q4(vi acc, vi w, vi x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
+static inline vi vi_dot_q8(vi acc, vi w, vi x) { return _mm256_dpbusd_avx_epi32(acc, w, x); }
+#else
 static inline vi vi_dot_q4(vi acc, vi w, vi x) {
     return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
 }
@@ -267,6 +289,7 @@ static inline vi vi_dot_q8(vi acc, vi w, vi x) {
     const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(ws), _mm256_sign_epi8(x, ws));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16(1)));
 }
+#endif
 static inline vf vi_to_vf(vi v) { return _mm256_cvtepi32_ps(v); }
 static inline vf vf_load_h16(const uint16_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p)); }
 /* for the activation quantizer */
@@ -301,7 +324,9 @@ static inline void vi_store_i8(int8_t *p, vi a) { /* 8 int32 in [-127, 127] -> 8
 
 #include "kernels/cpu/avx2_end.h"
 
-#ifdef MM_AVX2_INTEL
+#if defined(MM_AVX2_VNNI)
+hy_matmul_fn hy_matmul_avx2_vnni(void) { return mm_simd; }
+#elif defined(MM_AVX2_INTEL)
 hy_matmul_fn hy_matmul_avx2_intel(void) { return mm_simd; }
 #else
 hy_matmul_fn hy_matmul_avx2(void) { return mm_simd; }
@@ -310,6 +335,8 @@ bool hy_matmul_avx2_bf16_groups(void) { return MM_BF16_GROUPS; }
 bool hy_matmul_avx2_fp8_groups(void) { return MM_FP8_GROUPS; }
 #endif
 
+#elif defined(MM_AVX2_VNNI)
+hy_matmul_fn hy_matmul_avx2_vnni(void) { return NULL; }
 #elif defined(MM_AVX2_INTEL)
 hy_matmul_fn hy_matmul_avx2_intel(void) { return NULL; }
 #else
