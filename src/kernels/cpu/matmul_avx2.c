@@ -129,11 +129,13 @@ typedef __m256i vi;
 #endif
 #define MM_Q8_T1_PF 0
 #define MM_Q4_T1_PF 1
-/* Several tokens: tiles of 2 row vectors x 2 tokens; with AVX-VNNI's one instruction per dot
- * product 2 x 4, as the avx512 tier's Intel instance. Intel Xeon forced to this tier, one
- * thread, bench_matmul --prefill, alternated twice: q8 T = 512 138-168 -> 164-189 GFLOP/s, q4
- * 140 -> 167-173, 2 threads T = 4 / 8 110-155 -> 147-176 (1 x 4, 2 x 3 and 4 x 2 less). */
-#ifdef MM_AVX2_VNNI
+/* Several tokens: tiles of 2 row vectors x 2 tokens; the Intel instances 2 x 4, as the avx512
+ * tier's Intel instance. Intel Xeon forced to this tier, bench_matmul --prefill, alternated
+ * twice, GFLOP/s: with AVX-VNNI's one instruction per dot product, one thread, T = 512 q8
+ * 138-168 -> 164-189, q4 140 -> 167-173, two threads T = 4 / 8 q8 110-155 -> 147-176 (1 x 4,
+ * 2 x 3 and 4 x 2 less); without it (vpmaddubsw), T = 512 q8 76-89 -> 91-93, q4 110-122 ->
+ * 119-122, two threads T = 4 / 8 q8 134-186 -> 146-187, q4 196-249 -> 215-237. */
+#ifdef MM_AVX2_INTEL
 #define MM_Q_NV2 2
 #define MM_Q_NT 4
 #else
