@@ -66,22 +66,18 @@ void hy_cpu_detect(hy_cpu_features *f) {
 #if defined(HY_AVX512_EMU)
     f->avx512_emu = f->avx2 && f->fma && f->f16c;
 #endif
-    if (max_sub7 >= 1) {
-        unsigned a1, b1, c1, d1;
-        __cpuid_count(7, 1, a1, b1, c1, d1);
-        (void)b1, (void)c1, (void)d1;
-        f->avx_vnni = (a1 >> 4) & 1;
-    }
+    /* leaf 7 subleaf 1 EAX: AVX-VNNI (bit 4), AVX512_BF16 (bit 5) */
+    unsigned a71 = 0, b71, c71, d71;
+    if (max_sub7 >= 1) __cpuid_count(7, 1, a71, b71, c71, d71);
+    (void)b71, (void)c71, (void)d71;
+    f->avx_vnni = (a71 >> 4) & 1;
     if (f->os_avx512) {
         f->avx512f = (b >> 16) & 1;
         f->avx512dq = (b >> 17) & 1;
         f->avx512bw = (b >> 30) & 1;
         f->avx512vl = (b >> 31) & 1;
         f->avx512_vnni = (c >> 11) & 1;
-        if (max_sub7 >= 1) {
-            __cpuid_count(7, 1, a, b, c, d);
-            f->avx512_bf16 = (a >> 5) & 1;
-        }
+        f->avx512_bf16 = (a71 >> 5) & 1;
     }
     /* AMX: leaf 7 EDX bit 24 (tiles) and 22 (bf16); XCR0 bits 17-18 (tile config and data) */
     __cpuid_count(7, 0, a, b, c, d);

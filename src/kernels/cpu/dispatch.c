@@ -114,19 +114,16 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
     k->ops.name = hy_isa_name(isa);
     k->ops.matmul = hy_matmul_get(isa);
     k->tune = "";
-    if (isa == HY_ISA_AVX2) {
-        bool intel;
+    bool intel = false;
+    if (isa == HY_ISA_AVX2 || isa == HY_ISA_AVX512) {
         rc = hy_cpu_tune_select(&k->cpu, isa, getenv("HYLA_TUNE"), &intel, e);
         if (rc) return rc;
-        if (intel) k->ops.matmul = k->cpu.avx_vnni && hy_matmul_avx2_vnni() ? hy_matmul_avx2_vnni() : hy_matmul_avx2_intel();
         k->tune = intel ? "intel" : "zen";
     }
+    if (isa == HY_ISA_AVX2 && intel)
+        k->ops.matmul = k->cpu.avx_vnni && hy_matmul_avx2_vnni() ? hy_matmul_avx2_vnni() : hy_matmul_avx2_intel();
     if (isa == HY_ISA_AVX512) {
-        bool intel;
-        rc = hy_cpu_tune_select(&k->cpu, isa, getenv("HYLA_TUNE"), &intel, e);
-        if (rc) return rc;
         if (intel) k->ops.matmul = avx512_bf16(&k->cpu) ? hy_matmul_avx512_intel() : hy_matmul_avx512_nobf16();
-        k->tune = intel ? "intel" : "zen";
         bool amx;
         rc = hy_cpu_amx_select(&k->cpu, getenv("HYLA_AMX"), intel, &amx, e);
         if (rc) return rc;

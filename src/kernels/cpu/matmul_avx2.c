@@ -119,12 +119,11 @@ typedef __m256i vi;
  * lm_head), the two instances alternated twice: q4 11.4-11.9 GB/s -> 13.2-16.5, q8 12.8-15.0
  * -> 14.1-16.8 (4 KiB ahead measured the same, 8 KiB and 8 blocks less). The q4 tiles are not
  * what bound it: with the matrix in L2 they read 28-31 GB/s. Engine: README. */
-#ifdef MM_AVX2_INTEL
 #define MM_Q8_NV1 8
+#ifdef MM_AVX2_INTEL
 #define MM_Q4_NV1 8
 #define MM_Q_T1_STREAM_PF 2048
 #else
-#define MM_Q8_NV1 8
 #define MM_Q4_NV1 2
 #endif
 #define MM_Q8_T1_PF 0
