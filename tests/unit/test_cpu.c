@@ -88,41 +88,42 @@ static void test_tune_rules(void **st) {
     strcpy(intel.vendor, "GenuineIntel");
     strcpy(amd.vendor, "AuthenticAMD");
     intel.avx512_bf16 = amd.avx512_bf16 = true;
-    hy_err e = {0};
-    bool in = false;
-    assert_int_equal(hy_cpu_tune_select(&intel, HY_ISA_AVX512, NULL, &in, &e), 0);
-    assert_true(in);
-    assert_int_equal(hy_cpu_tune_select(&amd, HY_ISA_AVX512, "auto", &in, &e), 0);
-    assert_false(in);
-    assert_int_equal(hy_cpu_tune_select(&intel, HY_ISA_AVX512, "zen", &in, &e), 0);
-    assert_false(in);
-    assert_int_equal(hy_cpu_tune_select(&amd, HY_ISA_AVX512, "intel", &in, &e), 0);
-    assert_true(in);
-    assert_int_equal(hy_cpu_tune_select(&amd, HY_ISA_AVX512, "skylake", &in, &e), HY_E_INVALID);
-    printf("error: %s\n", e.msg);
-    assert_non_null(strstr(e.msg, "HYLA_TUNE"));
-    assert_non_null(strstr(e.msg, "skylake"));
-    /* without AVX512_BF16 only the intel instance (hy_matmul_avx512_nobf16) */
-    hy_cpu_features old = intel;
-    old.avx512_bf16 = false;
-    assert_int_equal(hy_cpu_tune_select(&old, HY_ISA_AVX512, "auto", &in, &e), 0);
-    assert_true(in);
-    assert_int_equal(hy_cpu_tune_select(&old, HY_ISA_AVX512, "zen", &in, &e), HY_E_UNSUPPORTED);
-    printf("error: %s\n", e.msg);
-    assert_non_null(strstr(e.msg, "avx512_bf16"));
-    /* avx2: the vendor or HYLA_TUNE; AVX512_BF16 plays no part */
-    hy_cpu_features intel2 = old, amd2 = amd;
-    amd2.avx512_bf16 = false;
-    assert_int_equal(hy_cpu_tune_select(&intel2, HY_ISA_AVX2, NULL, &in, &e), 0);
-    assert_true(in);
-    assert_int_equal(hy_cpu_tune_select(&amd2, HY_ISA_AVX2, "auto", &in, &e), 0);
-    assert_false(in);
-    assert_int_equal(hy_cpu_tune_select(&intel2, HY_ISA_AVX2, "zen", &in, &e), 0);
-    assert_false(in);
-    assert_int_equal(hy_cpu_tune_select(&amd2, HY_ISA_AVX2, "intel", &in, &e), 0);
-    assert_true(in);
-    assert_int_equal(hy_cpu_tune_select(&amd2, HY_ISA_AVX2, "haswell", &in, &e), HY_E_INVALID);
-    assert_non_null(strstr(e.msg, "haswell"));
+    hy_cpu_features old = intel, amd_old = amd; /* without AVX512_BF16 */
+    old.avx512_bf16 = amd_old.avx512_bf16 = false;
+    const struct {
+        const hy_cpu_features *f;
+        hy_isa isa;
+        const char *env;
+        int rc;
+        bool intel;         /* the choice, where rc is 0 */
+        const char *msg[2]; /* in the error message, where it is not */
+    } cases[] = {
+        {&intel, HY_ISA_AVX512, NULL, 0, true, {0}},
+        {&amd, HY_ISA_AVX512, "auto", 0, false, {0}},
+        {&intel, HY_ISA_AVX512, "zen", 0, false, {0}},
+        {&amd, HY_ISA_AVX512, "intel", 0, true, {0}},
+        {&amd, HY_ISA_AVX512, "skylake", HY_E_INVALID, false, {"HYLA_TUNE", "skylake"}},
+        /* without AVX512_BF16 only the intel instance (hy_matmul_avx512_nobf16) */
+        {&old, HY_ISA_AVX512, "auto", 0, true, {0}},
+        {&old, HY_ISA_AVX512, "zen", HY_E_UNSUPPORTED, false, {"avx512_bf16"}},
+        /* avx2: the vendor or HYLA_TUNE; AVX512_BF16 plays no part */
+        {&old, HY_ISA_AVX2, NULL, 0, true, {0}},
+        {&amd_old, HY_ISA_AVX2, "auto", 0, false, {0}},
+        {&old, HY_ISA_AVX2, "zen", 0, false, {0}},
+        {&amd_old, HY_ISA_AVX2, "intel", 0, true, {0}},
+        {&amd_old, HY_ISA_AVX2, "haswell", HY_E_INVALID, false, {"haswell"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hy_err e = {0};
+        bool in = !cases[i].intel;
+        assert_int_equal(hy_cpu_tune_select(cases[i].f, cases[i].isa, cases[i].env, &in, &e), cases[i].rc);
+        if (!cases[i].rc) {
+            assert_true(in == cases[i].intel);
+            continue;
+        }
+        printf("error: %s\n", e.msg);
+        for (int m = 0; m < 2 && cases[i].msg[m]; m++) assert_non_null(strstr(e.msg, cases[i].msg[m]));
+    }
 }
 
 /* HYLA_AMX: 0 never, 1 where usable (else an error naming why), auto where usable; never for

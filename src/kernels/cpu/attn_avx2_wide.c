@@ -9,8 +9,9 @@
  * at 512 / 1024 / 2048 / 4096 / 8192 positions: 1.59 / 1.58 / 1.34 / 1.29 / 1.30x; 64 tokens
  * at 4096: 1.50x. One token (decode: 4 rows, one tile a block instead of two) over an fp32
  * cache read 0.91-0.98x at 32K positions, so that keeps the 2-row instance; one token over a
- * bf16 / fp8 cache with 3-4 (or more than 6) query heads comes here (attn_avx2.c). Per row the same operations in the
- * same order as attn_avx2.c (a row's result never depends on its tile mates): bit-identical.
+ * bf16 / fp8 cache with 3-4 (or more than 6) query heads comes here (attn_avx2.c). Per row the
+ * same operations in the same order as attn_avx2.c (a row's result never depends on its tile
+ * mates): bit-identical.
  */
 #include "kernels/cpu/attn_avx2_wide.h"
 
