@@ -98,6 +98,14 @@ typedef __m256i vi;
  * conversion already bounds Zen 3's decode (whose FMAs were not measured with denormals). The
  * GEMM converts every code without a denormal either way. */
 #define MM_FP8_E0_GEMV 0
+/* The Intel instances: one-token FP8 rows of every length through gemv_t1_fp8q_long, as the
+ * avx512 tier's Intel instance (a checkpoint read in place). Xeon forced to this tier, one
+ * thread from DRAM, against gemv_tile_fp8q alternated twice: 0.8B shapes 10.4-10.9 -> 11.0-13.2
+ * GB/s, the 27B gate / up 10.7-10.9 -> 14.2-14.8; engine, 0.8B fp8 tg --mmap 64.1-66.1% ->
+ * 67.7-70.1% of the bandwidth. */
+#ifdef MM_AVX2_INTEL
+#define MM_FP8Q_LONG 0
+#endif
 /* FP8G GEMM of converted panels (matmul_grp.inc): one group (2 vectors) x 6 tokens. BF16G keeps
  * its tiles that widen bf16 in registers: on the Intel Xeon, running this tier, converted panels
  * read 0.93-0.99x them at T = 512 (FP8G 1.19-1.26x its old tiles); Zen 3 not measured. */

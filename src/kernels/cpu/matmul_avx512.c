@@ -58,6 +58,17 @@ typedef __m512i vi;
 #else
 #define MM_FP8_GEMV_DP 1
 #endif
+/* One-token FP8 rows of every length take gemv_t1_fp8q_long on Intel cores (each row of a
+ * 4-row tile its own prefetched stream; Zen 4 keeps it for rows past 8192 columns, where it
+ * measured it). FP8 is row-major here where a checkpoint is read in place (--mmap, or too big
+ * to copy). Intel Xeon, one thread from DRAM, bench_matmul --decode, against gemv_tile_fp8q
+ * alternated twice: 0.8B shapes (1024 / 3584 columns) 10.5-11.7 -> 13.6-15.2 GB/s, the 27B
+ * gate / up (5120) 11.7-11.9 -> 15.1-15.2; engine, tg read in place, alternated twice: 0.8B
+ * fp8 73.9-74.6% -> 78.6% of the bandwidth, 27B slice:4 83.6-84.9% -> 90.3-91.0%.
+ * (MR = 2 or 8, prefetching 8-64 KiB ahead, or into L1: within +-5%.) */
+#ifdef MM_AVX512_INTEL
+#define MM_FP8Q_LONG 0
+#endif
 /* one-token calls on bf16 panel matrices: gemv_bf16_panels (matmul_simd.inc) */
 #define MM_BF16_T1_PANEL_WALK 1
 #define MM_NT_V 4
