@@ -141,7 +141,8 @@ void hy_cpu_describe(const hy_cpu_features *f, char *buf, int cap) {
     if (cap <= 0) return;
     snprintf(buf, (size_t)cap, "%s%s%s:%s%s%s%s%s%s%s%s%s%s%s%s%s%s", f->brand[0] ? f->brand : "unknown CPU",
              f->vendor[0] ? " / " : "", f->vendor, f->avx2 ? " avx2" : "", f->fma ? " fma" : "",
-             f->f16c ? " f16c" : "", f->avx_vnni ? " avx_vnni" : "", f->avx512f ? " avx512f" : "", f->avx512bw ? " avx512bw" : "",
+             f->f16c ? " f16c" : "", f->avx_vnni ? " avx_vnni" : "", f->avx512f ? " avx512f" : "",
+             f->avx512bw ? " avx512bw" : "",
              f->avx512dq ? " avx512dq" : "", f->avx512vl ? " avx512vl" : "", f->avx512_bf16 ? " avx512_bf16" : "",
              f->avx512_vnni ? " avx512_vnni" : "", f->amx_bf16 ? " amx_bf16" : "", f->os_avx512 ? "" : (f->os_avx ? " (os: no zmm state)" : ""),
              f->avx512_emu ? " (avx512 tier emulated)" : "", f->amx_emu ? " (amx tiles emulated)" : "");

@@ -171,9 +171,10 @@ static long check_amx_order(const hy_mat *W, const float *x, int ldx, int T, con
 }
 
 /* every SIMD tier, the avx2 tier's second instance (tuned for Intel cores: other prefetch and
- * one-token Q8 / Q4 tiles, the same sums) and its third where the CPU has AVX-VNNI, the avx512 tier's (tuned for Intel cores: other
- * prefetch, the same sums but FP8's fast decode) and, where the CPU has AMX-BF16, its third (AMX tiles
- * for bf16 activations and the fast decode: its own order, checked by check_amx_order) */
+ * one-token Q8 / Q4 tiles, the same sums) and its third where the CPU has AVX-VNNI, the avx512
+ * tier's second (tuned for Intel cores: other prefetch, the same sums but FP8's fast decode)
+ * and, where the CPU has AMX-BF16, its third (AMX tiles for bf16 activations and the fast
+ * decode: its own order, checked by check_amx_order) */
 static int n_tiers;
 static hy_matmul_fn tier_fn[HY_ISA_COUNT + 5];
 static const char *tier_name[HY_ISA_COUNT + 5];
@@ -603,8 +604,8 @@ static void test_q_extremes(void **st) {
                 float *y = run(tier_fn[ti], &o.m, nt, x, ldx, HY_ACT_F32, NULL, 0, false, scratch);
                 for (int i = 0; i < nt * ldy; i++)
                     if (y[i] != yref[i]) {
-                        printf("%s %s T=%d: [%d] %.9g vs ref %.9g\n", tier_name[ti], hy_wfmt_name(f), nt, i, (double)y[i],
-                               (double)yref[i]);
+                        printf("%s %s T=%d: [%d] %.9g vs ref %.9g\n", tier_name[ti], hy_wfmt_name(f), nt, i,
+                               (double)y[i], (double)yref[i]);
                         fail();
                     }
                 free(y);

@@ -120,8 +120,10 @@ int hy_cpu_kernels_init(hy_cpu_kernels *k, const char *request, hy_err *e) {
         if (rc) return rc;
         k->tune = intel ? "intel" : "zen";
     }
-    if (isa == HY_ISA_AVX2 && intel)
-        k->ops.matmul = k->cpu.avx_vnni && hy_matmul_avx2_vnni() ? hy_matmul_avx2_vnni() : hy_matmul_avx2_intel();
+    if (isa == HY_ISA_AVX2 && intel) {
+        const hy_matmul_fn vnni = k->cpu.avx_vnni ? hy_matmul_avx2_vnni() : NULL;
+        k->ops.matmul = vnni ? vnni : hy_matmul_avx2_intel();
+    }
     if (isa == HY_ISA_AVX512) {
         if (intel) k->ops.matmul = avx512_bf16(&k->cpu) ? hy_matmul_avx512_intel() : hy_matmul_avx512_nobf16();
         bool amx;

@@ -142,11 +142,10 @@ typedef __m256i vi;
  * 138-168 -> 164-189, q4 140 -> 167-173, two threads T = 4 / 8 q8 110-155 -> 147-176 (1 x 4,
  * 2 x 3 and 4 x 2 less); without it (vpmaddubsw), T = 512 q8 76-89 -> 91-93, q4 110-122 ->
  * 119-122, two threads T = 4 / 8 q8 134-186 -> 146-187, q4 196-249 -> 215-237. */
-#ifdef MM_AVX2_INTEL
 #define MM_Q_NV2 2
+#ifdef MM_AVX2_INTEL
 #define MM_Q_NT 4
 #else
-#define MM_Q_NV2 2
 #define MM_Q_NT 2
 #endif
 #define MM_HAVE_DPBF16 0
